@@ -7,14 +7,9 @@ its f32 sums may associate otherwise)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from npu.ir import NUMPY_DTYPES, is_memref, make_context, memref_element, memref_shape, parse_module
-from npu.pipeline import run_pipeline
-from npu.reference import evaluate
-from npu.simulator import simulate
-from npu.target import get_target
+from conv_programs import check_like_one_core, compiled, random_inputs, run
 
 X = 'memref<1x4x32x32x16xf16, "gm">'
 Y = 'memref<1x4x32x32x16xf32, "gm">'
@@ -39,32 +34,13 @@ CHAIN = f"""func.func @bottleneck(%x: {X}, %w1: {W}, %w2: {W1}, %y: {Y2}) {{
 """
 
 
-def _inputs() -> list[np.ndarray]:
-    module = parse_module(CHAIN, make_context())
-    func = module.body.operations[0]
-    rng = np.random.default_rng(5)
-    return [(rng.uniform(-1, 1, memref_shape(a.type)) / (6 if len(memref_shape(a.type)) == 4
-                                                          else 1)
-             ).astype(NUMPY_DTYPES[memref_element(a.type)])
-            for a in func.regions[0].blocks[0].arguments if is_memref(a.type)]
-
-
 def _compiled(cores: int) -> str:
-    module = parse_module(CHAIN, make_context())
-    run_pipeline(module, f"builtin.module(npu-lower{{cores={cores} emit=cce}})", get_target())
-    return module.operation.get_asm(print_generic_op_form=True)
+    return compiled(CHAIN, cores)
 
 
 @pytest.mark.parametrize("cores", [32, 8])
 def test_row_aligned_convs_need_no_barrier(cores: int) -> None:
     program = _compiled(cores)
     assert '"cce.sync_all"' not in program  # was one: 1 x 8 then 1 x 16 grids
-    inputs = _inputs()
-    many = simulate(parse_module(program, make_context()), inputs, target=get_target())
-    one = simulate(parse_module(_compiled(1), make_context()), inputs, target=get_target())
-    assert many.hazards == [] and many.report["block_dim"] == 8
-    np.testing.assert_allclose(many.outputs[-1], one.outputs[-1], rtol=1e-3, atol=1e-3)
-    module = parse_module(CHAIN, make_context())
-    want = evaluate(module.body.operations[0], inputs)[-1]
-    np.testing.assert_allclose(many.outputs[-1], want, rtol=3e-3, atol=3e-3)
-    assert many.cycles < one.cycles
+    inputs = random_inputs(CHAIN, 5, 6)
+    check_like_one_core(run(program, inputs), run(_compiled(1), inputs), CHAIN, inputs, 8)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from npu.ir import NUMPY_DTYPES, is_memref, make_context, memref_element, memref_shape, parse_module
+from conv_programs import check_like_one_core, compiled, random_inputs, run
+from npu.ir import make_context, parse_module
 from npu.pipeline import run_pipeline
-from npu.reference import evaluate
-from npu.simulator import SimulationError, simulate
+from npu.simulator import SimulationError
 from npu.target import get_target
 
 X = 'memref<1x4x16x16x16xf16, "gm">'
@@ -57,28 +57,11 @@ BARRIER = '"cce.sync_all"() : () -> ()'
 
 
 def _inputs(text: str) -> list[np.ndarray]:
-    module = parse_module(text, make_context())
-    rng = np.random.default_rng(3)
-    func = module.body.operations[0]
-    out = []
-    for a in func.regions[0].blocks[0].arguments:
-        if is_memref(a.type):
-            shape, dtype = memref_shape(a.type), NUMPY_DTYPES[memref_element(a.type)]
-            out.append((rng.uniform(-1, 1, shape) / (6 if len(shape) == 4 else 1)).astype(dtype))
-    if "nc1hwc0_bd" in text:  # zero outside each 16x16 block's diagonal
-        out[1] = out[1] * np.eye(16, dtype=np.float16)
-    return out
+    return random_inputs(text, 3, 6, 1 if "nc1hwc0_bd" in text else None)
 
 
 def _compiled(text: str, cores: int) -> str:
-    module = parse_module(text, make_context())
-    split = " split-cores-min-bytes=0" if cores > 1 else ""  # (refused on one core)
-    run_pipeline(module, f"builtin.module(npu-lower{{cores={cores}{split} emit=cce}})", get_target())
-    return module.operation.get_asm(print_generic_op_form=True)
-
-
-def _run(program: str, inputs: list[np.ndarray]):
-    return simulate(parse_module(program, make_context()), inputs, target=get_target())
+    return compiled(text, cores, " split-cores-min-bytes=0" if cores > 1 else "")  # (refused on one core)
 
 
 @pytest.mark.parametrize("text,cores,row_parts", [
@@ -96,15 +79,8 @@ def test_convs_cut_by_rows_equal_one_core(text: str, cores: int, row_parts: int)
                  get_target())
     assert f"npu.core_part = array<i64: {row_parts}, 1>" in str(split)
     inputs = _inputs(text)
-    program = _compiled(text, cores)
-    many = _run(program, inputs)
-    one = _run(_compiled(text, 1), inputs)
-    assert many.hazards == [] and many.report["block_dim"] == cores
-    module = parse_module(text, make_context())
-    want = evaluate(module.body.operations[0], inputs)[-1]
-    np.testing.assert_allclose(many.outputs[-1], one.outputs[-1], rtol=1e-3, atol=1e-3)
-    np.testing.assert_allclose(many.outputs[-1], want, rtol=3e-3, atol=3e-3)
-    assert many.cycles < one.cycles
+    check_like_one_core(run(_compiled(text, cores), inputs), run(_compiled(text, 1), inputs), text,
+                        inputs, cores)
 
 
 def test_the_split_names_its_rows() -> None:
@@ -130,5 +106,5 @@ def test_deleting_any_barrier_is_caught() -> None:
         at = program.index(BARRIER, at + 1)
         cut = program[:at] + program[at + len(BARRIER):]
         with pytest.raises(SimulationError) as e:
-            _run(cut, inputs)
+            run(cut, inputs)
         assert e.value.kind in ("race", "uninitialized")

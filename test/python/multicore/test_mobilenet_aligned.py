@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from npu.ir import NUMPY_DTYPES, is_memref, make_context, memref_element, memref_shape, parse_module
+from conv_programs import check_like_one_core, compiled, random_inputs, run
+from npu.ir import make_context, parse_module
 from npu.pipeline import run_pipeline
-from npu.reference import evaluate
-from npu.simulator import SimulationError, simulate
+from npu.simulator import SimulationError
 from npu.target import get_target
 
 X = 'memref<1x1x32x32x16xf16, "gm">'  # the block's input: 16 channels on 32 x 32
@@ -54,27 +54,11 @@ BARRIER = '"cce.sync_all"() : () -> ()'
 
 
 def _inputs() -> list[np.ndarray]:
-    module = parse_module(BLOCK, make_context())
-    func = module.body.operations[0]
-    rng = np.random.default_rng(7)
-    out = []
-    for a in func.regions[0].blocks[0].arguments:
-        if is_memref(a.type):
-            shape = memref_shape(a.type)
-            out.append((rng.uniform(-1, 1, shape) / (4 if len(shape) == 4 else 1)).astype(
-                NUMPY_DTYPES[memref_element(a.type)]))
-    out[2] = out[2] * np.eye(16, dtype=np.float16)  # zero outside each block's diagonal
-    return out
+    return random_inputs(BLOCK, 7, 4, diagonal=2)  # the depthwise weight's blocks are diagonal
 
 
 def _compiled(cores: int) -> str:
-    module = parse_module(BLOCK, make_context())
-    run_pipeline(module, f"builtin.module(npu-lower{{cores={cores} emit=cce}})", get_target())
-    return module.operation.get_asm(print_generic_op_form=True)
-
-
-def _run(program: str, inputs: list[np.ndarray]):
-    return simulate(parse_module(program, make_context()), inputs, target=get_target())
+    return compiled(BLOCK, cores)
 
 
 def test_depthwise_on_its_projections_rows() -> None:
@@ -95,12 +79,6 @@ def test_block_equals_one_core_and_its_barrier_is_needed() -> None:
     inputs = _inputs()
     program = _compiled(4)
     assert program.count(BARRIER) == 1
-    many, one = _run(program, inputs), _run(_compiled(1), inputs)
-    assert many.hazards == [] and many.report["block_dim"] == 4
-    np.testing.assert_allclose(many.outputs[-1], one.outputs[-1], rtol=1e-3, atol=1e-3)
-    module = parse_module(BLOCK, make_context())
-    want = evaluate(module.body.operations[0], inputs)[-1]
-    np.testing.assert_allclose(many.outputs[-1], want, rtol=3e-3, atol=3e-3)
-    assert many.cycles < one.cycles
+    check_like_one_core(run(program, inputs), run(_compiled(1), inputs), BLOCK, inputs, 4)
     with pytest.raises(SimulationError):
-        _run(program.replace(BARRIER, ""), inputs)
+        run(program.replace(BARRIER, ""), inputs)
