@@ -59,11 +59,10 @@ def fold_layer_scales(model, types: dict | None = None) -> list[str]:
             chains.append(chain)
     if not chains:
         return []
+    renamed = {chain.last.output[0] for chain in chains}  # the values the Muls read: gone
     new_inits = [made for chain in chains for made in _fold(chain, uses.inits)]
     types.update({t.name: (list(t.dims), t.data_type) for t in new_inits})
     folded = {id(chain.mul) for chain in chains}
-    renamed = {chain.mul.input[0] if chain.mul.input[0] not in uses.inits else chain.mul.input[1]
-               for chain in chains}
     kept_info = [v for v in graph.value_info if v.name not in renamed]
     del graph.value_info[:]
     graph.value_info.extend(kept_info)
