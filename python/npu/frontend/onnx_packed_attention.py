@@ -48,6 +48,7 @@ class _Heads:
     split: str               # the Squeeze's [3, S, B, E] value it is taken from
     index: int
     dims: list[int]          # B, H, S, D
+    flat: bool               # as [B*H, S, D] (K: [B*H, D, S]), not [B, H, S, D]
     values: list[str]
 
 
@@ -168,16 +169,23 @@ def _match(g: _Graph, scores) -> _Match | None:
     """The packed attention whose Q.K^T `scores` is, or None."""
     q_value, q_scale = _scaled(g, scores.input[0])
     kt_value, k_scale = _scaled(g, scores.input[1])
-    kt = g.node(kt_value, "Transpose")
-    if kt is None or g.attr(kt, "perm", None) != [0, 1, 3, 2] or not g.once(kt_value):
+    kt, inner = g.node(kt_value, "Transpose"), 1.0
+    if kt is None or not g.once(kt_value):
         return None
-    k_value, inner = _scaled(g, kt.input[0])
-    q, k = _heads(g, q_value), _heads(g, k_value)
+    if g.attr(kt, "perm", None) == [0, 1, 3, 2]:  # K^T of [B, H, S, D] heads
+        k_value, inner = _scaled(g, kt.input[0])
+        k = _heads(g, k_value)
+    elif g.attr(kt, "perm", None) == [1, 2, 0]:  # [S, B*H, D] -> [B*H, D, S]
+        k = _rows(g, kt.input[0], flat=True)
+    else:
+        return None
+    q = _heads(g, q_value)
     context = _context(g, scores.output[0])
     if q is None or k is None or context is None or not g.once(q_value):
         return None
     v = _heads(g, context.input[1])
-    if v is None or len({q.split, k.split, v.split}) != 1 or not (q.dims == k.dims == v.dims):
+    if v is None or len({q.split, k.split, v.split}) != 1 or not (q.dims == k.dims == v.dims) \
+            or not q.flat == k.flat == v.flat:
         return None
     split = _packed(g, q.split)
     if split is None or len(g.readers.get(q.split, [])) != 3 or q.split in g.outputs:
@@ -185,7 +193,7 @@ def _match(g: _Graph, scores) -> _Match | None:
     s, b, e = split.dims
     if q.dims[0] != b or q.dims[2] != s or q.dims[1] * q.dims[3] != e:
         return None
-    out = _output(g, context.output[0], q.dims, split)
+    out = _output(g, context.output[0], q.dims, q.flat)
     if out is None or not all(g.once(x) for x in q.values + k.values + v.values + split.values):
         return None
     return _Match(q, k, v, split, q_scale * k_scale * inner, context, out)
@@ -224,26 +232,42 @@ def _context(g: _Graph, scores: str):
 
 
 def _heads(g: _Graph, value: str) -> _Heads | None:
-    """q, k or v as [B, H, S, D]: Reshape(Transpose(Reshape(taken, [S, B*H, D]),
-    (1, 0, 2))) of a packed index taken from [3, S, B, E]."""
-    to4 = g.node(value, "Reshape")
+    """q or v as heads: [B, H, S, D] as Reshape(Transpose(rows, (1, 0, 2))),
+    or [B*H, S, D] as Transpose(rows, (1, 0, 2)) (`flat`), of `_rows`."""
     dims = g.dims(value)
-    if to4 is None or dims is None or len(dims) != 4:
+    to4 = g.node(value, "Reshape")
+    if dims is not None and len(dims) == 4 and to4 is not None:
+        b, h, s, d = dims
+        swap = g.node(to4.input[0], "Transpose")
+        if swap is None or g.attr(swap, "perm", None) != [1, 0, 2] or g.dims(to4.input[0]) != [b * h, s, d]:
+            return None
+        found = _rows(g, swap.input[0], flat=False)
+        ok = found is not None and found.dims == dims
+        return _Heads(found.split, found.index, dims, False, [value, to4.input[0]] + found.values) if ok else None
+    swap = g.node(value, "Transpose")
+    if dims is None or len(dims) != 3 or swap is None or g.attr(swap, "perm", None) != [1, 0, 2]:
         return None
-    b, h, s, d = dims
-    swap = g.node(to4.input[0], "Transpose")
-    if swap is None or g.attr(swap, "perm", None) != [1, 0, 2] or g.dims(to4.input[0]) != [b * h, s, d]:
+    found = _rows(g, swap.input[0], flat=True)
+    ok = found is not None and [found.dims[0] * found.dims[1]] + found.dims[2:] == dims
+    return _Heads(found.split, found.index, found.dims, True, [value] + found.values) if ok else None
+
+
+def _rows(g: _Graph, value: str, flat: bool) -> _Heads | None:
+    """`value` [S, B*H, D] as Reshape(taken [S, B, E]) of a packed index."""
+    to3 = g.node(value, "Reshape")
+    dims = g.dims(value)
+    if to3 is None or dims is None or len(dims) != 3:
         return None
-    to3 = g.node(swap.input[0], "Reshape")
-    if to3 is None or g.dims(swap.input[0]) != [s, b * h, d]:
-        return None
+    s, bh, d = dims
     taken = to3.input[0]
-    if g.dims(taken) != [s, b, h * d]:
+    rows = g.dims(taken)
+    if rows is None or len(rows) != 3 or rows[0] != s or bh % rows[1] or rows[2] != bh // rows[1] * d:
         return None
+    b, h = rows[1], bh // rows[1]
     found = _taken(g, taken)
     if found is None or g.dims(found[0]) != [3, s, b, h * d]:
         return None
-    return _Heads(found[0], found[1], dims, [value, to4.input[0], swap.input[0], taken] + found[2])
+    return _Heads(found[0], found[1], [b, h, s, d], flat, [value, taken] + found[2])
 
 
 def _taken(g: _Graph, value: str) -> tuple[str, int, list[str]] | None:
@@ -308,14 +332,14 @@ def _packed(g: _Graph, data: str) -> _Split | None:
     return _Split(matmul, weight, bias, (s, b, e), values)
 
 
-def _output(g: _Graph, context: str, heads: list[int], split: _Split) -> _Out | None:
-    """The context [B, H, S, D] through Transpose (2, 0, 1, 3), Reshape
-    [S*B, E], out_proj (Gemm, or MatMul [+ Add]), Reshape [S, B, N] and,
-    batch-first, Transpose (1, 0, 2)."""
+def _output(g: _Graph, context: str, heads: list[int], flat: bool) -> _Out | None:
+    """The context [B, H, S, D] through Transpose (2, 0, 1, 3) (`flat`:
+    [B*H, S, D] through (1, 0, 2)), Reshape [S*B, E], out_proj (Gemm, or
+    MatMul [+ Add]), Reshape [S, B, N] and, batch-first, Transpose (1, 0, 2)."""
     b, h, s, d = heads
     e = h * d
     merge = g.reader(context, "Transpose")
-    if merge is None or g.attr(merge, "perm", None) != [2, 0, 1, 3]:
+    if merge is None or g.attr(merge, "perm", None) != ([1, 0, 2] if flat else [2, 0, 1, 3]):
         return None
     rows = g.reader(merge.output[0], "Reshape")
     if rows is None or g.dims(rows.output[0]) != [s * b, e]:
@@ -413,17 +437,23 @@ def _front(g: _Graph, scores, m: _Match, inits: list) -> list:
             value = w.node("Add", [value, w.const(f"{tag}_bias", m.split.bias[cols])], f"{tag}_add",
                            [b, s, e])
         value = w.node("Reshape", [value, split], f"{tag}_split", [b, s, h, d])
-        made[tag] = w.node("Transpose", [value], f"{tag}_heads", [b, s, h, d][:1] + [
-            [b, s, h, d][p] for p in perm[1:]], perm=perm)
+        dims = [[b, s, h, d][p] for p in perm]
+        made[tag] = w.node("Transpose", [value], f"{tag}_heads", dims, perm=perm)
+        if m.q.flat:  # the attention's [B*H, S, D] (K^T: [B*H, D, S])
+            dims = [b * h] + dims[2:]
+            made[tag] = w.node("Reshape", [made[tag], w.const(f"{tag}_flat_shape", np.array(dims, np.int64))],
+                               f"{tag}_flat", dims)
     w.prefix = scores.name
+    scale = w.const("scale", np.array(m.scale, np.float16 if elem == 10 else np.float32))
     if m.scale == 1.0:
-        w.node("MatMul", [made["q"], made["k"]], "scores", [b, h, s, s], out=scores.output[0],
-               name=scores.name)
+        dims = [b * h, s, s] if m.q.flat else [b, h, s, s]
+        w.node("MatMul", [made["q"], made["k"]], "scores", dims, out=scores.output[0], name=scores.name)
+    elif m.q.flat:  # as exported: npu-fuse-attention takes [B*H, S, S] scores unscaled
+        q = w.node("Mul", [made["q"], scale], "q_scaled", [b * h, s, d])
+        w.node("MatMul", [q, made["k"]], "scores", [b * h, s, s], out=scores.output[0], name=scores.name)
     else:
         raw = w.node("MatMul", [made["q"], made["k"]], "unscaled", [b, h, s, s], name=scores.name)
-        dtype = np.float16 if elem == 10 else np.float32
-        w.node("Mul", [raw, w.const("scale", np.array(m.scale, dtype))], "scaled", [b, h, s, s],
-               out=scores.output[0])
+        w.node("Mul", [raw, scale], "scaled", [b, h, s, s], out=scores.output[0])
     m.context.input[1] = made["v"]
     return w.nodes
 
@@ -434,7 +464,11 @@ def _back(g: _Graph, m: _Match, inits: list) -> list:
     b, h, s, d = m.q.dims
     n = m.out.weight.shape[1]
     w = _Writer(g, m.out.projection.name, g.types[m.context.output[0]][1], inits)
-    value = w.node("Transpose", [m.context.output[0]], "merge_heads", [b, s, h, d], perm=[0, 2, 1, 3])
+    value = m.context.output[0]
+    if m.q.flat:
+        value = w.node("Reshape", [value, w.const("heads_shape", np.array([b, h, s, d], np.int64))],
+                       "heads", [b, h, s, d])
+    value = w.node("Transpose", [value], "merge_heads", [b, s, h, d], perm=[0, 2, 1, 3])
     value = w.node("Reshape", [value, w.const("rows_shape", np.array([b, s, h * d], np.int64))],
                    "merge", [b, s, h * d])
     last = m.out.last.output[0]

@@ -15,7 +15,6 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import npu
 from npu.frontend.onnx_fold import inferred_types
 from npu.frontend.onnx_packed_attention import unpack_attentions
 
@@ -25,9 +24,10 @@ MHA = os.path.join(os.path.dirname(__file__), "..", "..", "models", "mha")
 def packed_mha(seq: int = 16, embed: int = 32, heads: int = 4, batch: int = 1,
                batch_first: bool = True, bias: bool = True, split_perm=(3, 1, 2, 0, 4),
                indices=(0, 1, 2), scale=None, weight_input: bool = False,
-               extra_output: str | None = None, alpha: float = 1.0) -> onnx.ModelProto:
+               extra_output: str | None = None, alpha: float = 1.0, flat: bool = False) -> onnx.ModelProto:
     """Self-attention as torch.onnx exports nn.MultiheadAttention (opset 17,
-    before folding: the Gathers by scalar indices), random weights."""
+    before folding: the Gathers by scalar indices), random weights; `flat`:
+    the need_weights=True spelling (3-D heads, only q scaled)."""
     rng = np.random.default_rng(5)
     s, b, e, h, d = seq, batch, embed, heads, embed // heads
     inits = {"w_in": (rng.standard_normal((e, 3 * e)) / np.sqrt(e)).astype(np.float32),
@@ -37,7 +37,7 @@ def packed_mha(seq: int = 16, embed: int = 32, heads: int = 4, batch: int = 1,
              "three": np.array([3], np.int64), "split_shape": np.array([s, b * h, d], np.int64),
              "heads_shape": np.array([b, h, s, d], np.int64), "rows_shape": np.array([s * b, e], np.int64),
              "out_shape": np.array([s, b, e], np.int64),
-             "scale": np.array([d ** -0.25], np.float32) if scale is None else scale}
+             "scale": np.array([d ** (-0.5 if flat else -0.25)], np.float32) if scale is None else scale}
     if bias:
         inits["b_in"] = (rng.standard_normal(3 * e) * 0.1).astype(np.float32)
     node = helper.make_node
@@ -52,16 +52,25 @@ def packed_mha(seq: int = 16, embed: int = 32, heads: int = 4, batch: int = 1,
     for name, index in zip("qkv", indices):
         inits[f"i{name}"] = np.array(index, np.int64)
         nodes += [node("Gather", ["sq", f"i{name}"], [f"{name}0"], axis=0, name=f"take_{name}"),
-                  node("Reshape", [f"{name}0", "split_shape"], [f"{name}1"], name=f"{name}_split"),
-                  node("Transpose", [f"{name}1"], [f"{name}2"], perm=[1, 0, 2], name=f"{name}_swap"),
-                  node("Reshape", [f"{name}2", "heads_shape"], [f"{name}h"], name=f"{name}_heads")]
-    nodes += [node("Transpose", ["kh"], ["kt"], perm=[0, 1, 3, 2], name="k_t"),
-              node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
-              node("Mul", ["kt", "scale"], ["ks"], name="k_scale"),
-              node("MatMul", ["qs", "ks"], ["scores"], name="scores"),
-              node("Softmax", ["scores"], ["probs"], axis=-1, name="softmax"),
+                  node("Reshape", [f"{name}0", "split_shape"], [f"{name}1"], name=f"{name}_split")]
+        if flat:  # need_weights=True: [B*H, S, D] heads, K^T in one Transpose, q scaled
+            nodes.append(node("Transpose", [f"{name}1"], [f"{name}h"], perm=[1, 2, 0] if name == "k"
+                              else [1, 0, 2], name=f"{name}_swap"))
+        else:
+            nodes += [node("Transpose", [f"{name}1"], [f"{name}2"], perm=[1, 0, 2], name=f"{name}_swap"),
+                      node("Reshape", [f"{name}2", "heads_shape"], [f"{name}h"], name=f"{name}_heads")]
+    if flat:
+        nodes += [node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
+                  node("MatMul", ["qs", "kh"], ["scores"], name="scores")]
+    else:
+        nodes += [node("Transpose", ["kh"], ["kt"], perm=[0, 1, 3, 2], name="k_t"),
+                  node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
+                  node("Mul", ["kt", "scale"], ["ks"], name="k_scale"),
+                  node("MatMul", ["qs", "ks"], ["scores"], name="scores")]
+    nodes += [node("Softmax", ["scores"], ["probs"], axis=-1, name="softmax"),
               node("MatMul", ["probs", "vh"], ["ctx"], name="context"),
-              node("Transpose", ["ctx"], ["ct"], perm=[2, 0, 1, 3], name="merge_heads"),
+              node("Transpose", ["ctx"], ["ct"], perm=[1, 0, 2] if flat else [2, 0, 1, 3],
+                   name="merge_heads"),
               node("Reshape", ["ct", "rows_shape"], ["cr"], name="merge"),
               node("Gemm", ["cr", "w_out", "b_out"], ["o"], transB=1, alpha=alpha, name="out_proj"),
               node("Reshape", ["o", "out_shape"], ["y" if not batch_first else "ys"], name="unmerge")]
@@ -92,7 +101,8 @@ def _feeds(model: onnx.ModelProto) -> dict:
 
 
 @pytest.mark.parametrize("kw", [{}, {"batch_first": False}, {"bias": False}, {"batch": 2},
-                                {"batch": 3, "batch_first": False}, {"indices": (2, 0, 1)}])
+                                {"batch": 3, "batch_first": False}, {"indices": (2, 0, 1)},
+                                {"flat": True}, {"flat": True, "batch": 2, "batch_first": False}])
 def test_the_rewritten_attention_computes_the_same(kw):
     model = packed_mha(**kw)
     feeds = _feeds(model)
@@ -104,6 +114,9 @@ def test_the_rewritten_attention_computes_the_same(kw):
     assert not {"Gather", "Squeeze", "Unsqueeze", "Gemm"} & set(ops)
     # three projections, Q.K^T, P.V and out_proj; the two scales are one
     assert ops.count("MatMul") == 6 and ops.count("Mul") == 1
+    scaled = next(n for n in rewritten.graph.node if n.op_type == "Mul")
+    # the scores scaled once (flat: q, as exported)
+    assert ("scores" in scaled.output) != kw.get("flat", False)
     weights = {t.name: t.dims for t in rewritten.graph.initializer}
     assert sorted(list(weights[n.input[1]]) for n in rewritten.graph.node
                   if n.op_type == "MatMul" and n.input[1] in weights) == [[32, 32]] * 4
@@ -118,6 +131,8 @@ def test_the_rewritten_attention_computes_the_same(kw):
     {"extra_output": "q1"},                                          # q's split read elsewhere
     {"extra_output": "sq"},                                          # the split read elsewhere
     {"alpha": 0.5},                                                  # out_proj's Gemm scaled
+    {"flat": True, "split_perm": (3, 2, 1, 0, 4)},
+    {"flat": True, "extra_output": "k1"},
 ])
 def test_near_misses_are_left_alone(kw):
     model = packed_mha(**kw)
