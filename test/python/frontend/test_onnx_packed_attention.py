@@ -24,10 +24,12 @@ MHA = os.path.join(os.path.dirname(__file__), "..", "..", "models", "mha")
 def packed_mha(seq: int = 16, embed: int = 32, heads: int = 4, batch: int = 1,
                batch_first: bool = True, bias: bool = True, split_perm=(3, 1, 2, 0, 4),
                indices=(0, 1, 2), scale=None, weight_input: bool = False,
-               extra_output: str | None = None, alpha: float = 1.0, flat: bool = False) -> onnx.ModelProto:
+               extra_output: str | None = None, alpha: float = 1.0, flat: bool = False,
+               dynamo_keys: bool = False) -> onnx.ModelProto:
     """Self-attention as torch.onnx exports nn.MultiheadAttention (opset 17,
     before folding: the Gathers by scalar indices), random weights; `flat`:
-    the need_weights=True spelling (3-D heads, only q scaled)."""
+    the need_weights=True spelling (3-D heads, only q scaled); `dynamo_keys`:
+    K^T as the dynamo exporter writes it."""
     rng = np.random.default_rng(5)
     s, b, e, h, d = seq, batch, embed, heads, embed // heads
     inits = {"w_in": (rng.standard_normal((e, 3 * e)) / np.sqrt(e)).astype(np.float32),
@@ -63,8 +65,14 @@ def packed_mha(seq: int = 16, embed: int = 32, heads: int = 4, batch: int = 1,
         nodes += [node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
                   node("MatMul", ["qs", "kh"], ["scores"], name="scores")]
     else:
-        nodes += [node("Transpose", ["kh"], ["kt"], perm=[0, 1, 3, 2], name="k_t"),
-                  node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
+        if dynamo_keys:  # K^T from k's [B*H, S, D]: Transpose (0, 2, 1), Reshape [B, H, D, S]
+            inits["kt_shape"] = np.array([b, h, d, s], np.int64)
+            nodes = [n for n in nodes if n.name != "k_heads"]
+            nodes += [node("Transpose", ["k2"], ["k3"], perm=[0, 2, 1], name="k_t"),
+                      node("Reshape", ["k3", "kt_shape"], ["kt"], name="k_t_heads")]
+        else:
+            nodes.append(node("Transpose", ["kh"], ["kt"], perm=[0, 1, 3, 2], name="k_t"))
+        nodes += [node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
                   node("Mul", ["kt", "scale"], ["ks"], name="k_scale"),
                   node("MatMul", ["qs", "ks"], ["scores"], name="scores")]
     nodes += [node("Softmax", ["scores"], ["probs"], axis=-1, name="softmax"),
@@ -102,7 +110,8 @@ def _feeds(model: onnx.ModelProto) -> dict:
 
 @pytest.mark.parametrize("kw", [{}, {"batch_first": False}, {"bias": False}, {"batch": 2},
                                 {"batch": 3, "batch_first": False}, {"indices": (2, 0, 1)},
-                                {"flat": True}, {"flat": True, "batch": 2, "batch_first": False}])
+                                {"flat": True}, {"flat": True, "batch": 2, "batch_first": False},
+                                {"dynamo_keys": True}, {"dynamo_keys": True, "batch": 2}])
 def test_the_rewritten_attention_computes_the_same(kw):
     model = packed_mha(**kw)
     feeds = _feeds(model)
@@ -125,14 +134,15 @@ def test_the_rewritten_attention_computes_the_same(kw):
 
 
 @pytest.mark.parametrize("kw", [
-    {"split_perm": (3, 2, 1, 0, 4)},                                 # another 5-D transpose
+    {"split_perm": (3, 2, 1, 0, 4), "batch": 16},                    # S and B swapped (S = B)
     {"scale": np.full((1, 4, 1, 1), 0.5, np.float32)},               # a scale per head
     {"weight_input": True},                                          # the weight is no constant
     {"extra_output": "q1"},                                          # q's split read elsewhere
     {"extra_output": "sq"},                                          # the split read elsewhere
     {"alpha": 0.5},                                                  # out_proj's Gemm scaled
-    {"flat": True, "split_perm": (3, 2, 1, 0, 4)},
+    {"flat": True, "split_perm": (3, 2, 1, 0, 4), "batch": 16},
     {"flat": True, "extra_output": "k1"},
+    {"dynamo_keys": True, "extra_output": "k3"},
 ])
 def test_near_misses_are_left_alone(kw):
     model = packed_mha(**kw)
