@@ -83,8 +83,8 @@ class _Writer:
 
 
 def _front(g: Graph, scores, m: Match, inits: list) -> list:
-    """Q, K, V as three projections split into heads as HF does, and the
-    scores scaled once, in place of the scores MatMul."""
+    """Q, K, V as three projections split into heads as HF does and the
+    scores scaled once, in place of the scores MatMul; P.V reads the new V."""
     s, b, e = m.split.dims
     _, h, _, d = m.q.dims
     x = m.split.matmul.input[0]
@@ -112,7 +112,8 @@ def _front(g: Graph, scores, m: Match, inits: list) -> list:
             made[tag] = w.node("Reshape", [made[tag], w.const(f"{tag}_flat_shape", np.array(dims, np.int64))],
                                f"{tag}_flat", dims)
     w.prefix = scores.name
-    scale = w.const("scale", np.array(m.scale, np.float16 if elem == 10 else np.float32))
+    if m.scale != 1.0:
+        scale = w.const("scale", np.array(m.scale, np.float16 if elem == 10 else np.float32))
     if m.scale == 1.0:
         dims = [b * h, s, s] if m.q.flat else [b, h, s, s]
         w.node("MatMul", [made["q"], made["k"]], "scores", dims, out=scores.output[0], name=scores.name)

@@ -23,8 +23,9 @@ import numpy as np
 
 FLOATS = (1, 10)  # f32, f16
 
+
 @dataclass
-class _Split:
+class Split:
     """The packed projection and its split into [3, S, B, E]."""
     matmul: object           # the packed projection x [S, B, E] @ W
     weight: np.ndarray       # [E, 3E]
@@ -34,7 +35,7 @@ class _Split:
 
 
 @dataclass
-class _Heads:
+class Heads:
     """One of q, k, v: which E columns of the packed split, as [B, H, S, D]."""
     split: str               # the Squeeze's [3, S, B, E] value it is taken from
     index: int
@@ -44,35 +45,33 @@ class _Heads:
 
 
 @dataclass
-class _Out:
+class OutProj:
     """The merged context through out_proj back to the layer's rows."""
     last: object             # the node whose output the rewrite writes
-    projection: object       # the Gemm (or MatMul) of out_proj
+    projection: object       # out_proj's Gemm
     weight: np.ndarray       # [E, N]
     bias: np.ndarray | None  # [N]
     batch_first: bool        # `last` writes [B, S, N] (else [S, B, N])
-    values: list[str]
 
 
 @dataclass
 class Match:
-    q: _Heads
-    k: _Heads
-    v: _Heads
-    split: _Split
+    """A packed attention: its parts, the product of its scales, P.V's MatMul."""
+    q: Heads
+    k: Heads
+    v: Heads
+    split: Split
     scale: float
     context: object
-    out: _Out
+    out: OutProj
 
 
 class Graph:
     """Producers, readers, constants and static float shapes of a graph."""
 
     def __init__(self, model, types: dict) -> None:
-        from onnx import numpy_helper
-
         graph = model.graph
-        self.types, self._np = types, numpy_helper
+        self.types = types
         self.inits = {t.name: t for t in graph.initializer}
         self.producers = {o: n for n in graph.node for o in n.output}
         self.readers: dict[str, list] = {}
@@ -100,11 +99,13 @@ class Graph:
         return list(dims) if ok else None
 
     def constant(self, value: str) -> np.ndarray | None:
+        from onnx import numpy_helper
+
         if value in self.inits:
-            return self._np.to_array(self.inits[value])
+            return numpy_helper.to_array(self.inits[value])
         node = self.node(value, "Constant")
         if node is not None and len(node.attribute) == 1 and node.attribute[0].name == "value":
-            return self._np.to_array(node.attribute[0].t)
+            return numpy_helper.to_array(node.attribute[0].t)
         return None
 
     def ints(self, node, name: str, slot: int) -> list[int] | None:
@@ -151,7 +152,7 @@ def match(g: Graph, scores) -> Match | None:
     return Match(q, k, v, split, q_scale * k_scale * inner, context, out)
 
 
-def _keys(g: Graph, value: str) -> tuple[_Heads | None, float]:
+def _keys(g: Graph, value: str) -> tuple[Heads | None, float]:
     """(K, a scale inside) when `value` is K^T: Transpose (0, 1, 3, 2) of
     [B, H, S, D] heads (x c), Transpose (1, 2, 0) of the [S, B*H, D] rows
     (flat), or (dynamo) Reshape [B, H, D, S] of Transpose (0, 2, 1) of the
@@ -211,7 +212,7 @@ def _context(g: Graph, scores: str):
     return None
 
 
-def _heads(g: Graph, value: str) -> _Heads | None:
+def _heads(g: Graph, value: str) -> Heads | None:
     """q or v as heads: [B, H, S, D] as Reshape(Transpose(rows, (1, 0, 2))),
     or [B*H, S, D] as Transpose(rows, (1, 0, 2)) (`flat`), of `_rows`."""
     dims = g.dims(value)
@@ -222,17 +223,18 @@ def _heads(g: Graph, value: str) -> _Heads | None:
         if swap is None or g.attr(swap, "perm", None) != [1, 0, 2] or g.dims(to4.input[0]) != [b * h, s, d]:
             return None
         found = _rows(g, swap.input[0], flat=False)
-        ok = found is not None and found.dims == dims
-        return _Heads(found.split, found.index, dims, False, [value, to4.input[0]] + found.values) if ok else None
+        if found is None or found.dims != dims:
+            return None
+        return Heads(found.split, found.index, dims, False, [value, to4.input[0]] + found.values)
     swap = g.node(value, "Transpose")
     if dims is None or len(dims) != 3 or swap is None or g.attr(swap, "perm", None) != [1, 0, 2]:
         return None
     found = _rows(g, swap.input[0], flat=True)
     ok = found is not None and [found.dims[0] * found.dims[1]] + found.dims[2:] == dims
-    return _Heads(found.split, found.index, found.dims, True, [value] + found.values) if ok else None
+    return Heads(found.split, found.index, found.dims, True, [value] + found.values) if ok else None
 
 
-def _rows(g: Graph, value: str, flat: bool) -> _Heads | None:
+def _rows(g: Graph, value: str, flat: bool) -> Heads | None:
     """`value` [S, B*H, D] as Reshape(taken [S, B, E]) of a packed index."""
     to3 = g.node(value, "Reshape")
     dims = g.dims(value)
@@ -247,7 +249,7 @@ def _rows(g: Graph, value: str, flat: bool) -> _Heads | None:
     found = _taken(g, taken)
     if found is None or g.dims(found[0]) != [3, s, b, h * d]:
         return None
-    return _Heads(found[0], found[1], [b, h, s, d], flat, [value, taken] + found[2])
+    return Heads(found[0], found[1], [b, h, s, d], flat, [value, taken] + found[2])
 
 
 def _taken(g: Graph, value: str) -> tuple[str, int, list[str]] | None:
@@ -256,7 +258,7 @@ def _taken(g: Graph, value: str) -> tuple[str, int, list[str]] | None:
     gather = g.node(value, "Gather")
     if gather is not None:
         index = g.constant(gather.input[1])
-        if g.attr(gather, "axis", 0) != 0 or index is None or index.ndim != 0:
+        if g.attr(gather, "axis", 0) != 0 or index is None or index.ndim != 0 or not -3 <= int(index) < 3:
             return None
         return gather.input[0], int(index) % 3, []
     reshape = g.node(value, "Reshape")
@@ -275,7 +277,7 @@ def _taken(g: Graph, value: str) -> tuple[str, int, list[str]] | None:
     return cut.input[0], start, [cut.output[0]]
 
 
-def _packed(g: Graph, data: str) -> _Split | None:
+def _packed(g: Graph, data: str) -> Split | None:
     """The packed projection of which `data` is Squeeze(Transpose(Unsqueeze(
     Reshape(x W [+ b], [S, B, 3, E]), 0), (3, 1, 2, 0, 4)), 3)."""
     dims = g.dims(data)
@@ -292,7 +294,8 @@ def _packed(g: Graph, data: str) -> _Split | None:
             or g.dims(turn.input[0]) != [1, s, b, 3, e]:
         return None
     reshape = g.node(unsqueeze.input[0], "Reshape")
-    if reshape is None or g.dims(unsqueeze.input[0]) != [s, b, 3, e] or g.dims(reshape.input[0]) != [s, b, 3 * e]:
+    if reshape is None or g.dims(unsqueeze.input[0]) != [s, b, 3, e] \
+            or g.dims(reshape.input[0]) != [s, b, 3 * e]:
         return None
     values = [squeeze.input[0], turn.input[0], unsqueeze.input[0], reshape.input[0]]
     projected, bias = reshape.input[0], None
@@ -309,13 +312,14 @@ def _packed(g: Graph, data: str) -> _Split | None:
     if weight is None or weight.shape != (e, 3 * e) or g.dims(matmul.input[0]) != [s, b, e] \
             or weight.dtype != (bias.dtype if bias is not None else weight.dtype):
         return None
-    return _Split(matmul, weight, bias, (s, b, e), values)
+    return Split(matmul, weight, bias, (s, b, e), values)
 
 
-def _output(g: Graph, context: str, heads: list[int], flat: bool) -> _Out | None:
+def _output(g: Graph, context: str, heads: list[int], flat: bool) -> OutProj | None:
     """The context [B, H, S, D] through Transpose (2, 0, 1, 3) (`flat`:
-    [B*H, S, D] through (1, 0, 2)), Reshape [S*B, E], out_proj (Gemm, or
-    MatMul [+ Add]), Reshape [S, B, N] and, batch-first, Transpose (1, 0, 2)."""
+    [B*H, S, D] through (1, 0, 2)), Reshape [S*B, E], out_proj's Gemm,
+    Reshape [S, B, N] and, batch-first, Transpose (1, 0, 2), each the one
+    reader of the value before."""
     b, h, s, d = heads
     e = h * d
     merge = g.reader(context, "Transpose")
@@ -324,7 +328,6 @@ def _output(g: Graph, context: str, heads: list[int], flat: bool) -> _Out | None
     rows = g.reader(merge.output[0], "Reshape")
     if rows is None or g.dims(rows.output[0]) != [s * b, e]:
         return None
-    values = [context, merge.output[0], rows.output[0]]
     found = _out_proj(g, rows.output[0], e)
     if found is None:
         return None
@@ -333,11 +336,10 @@ def _output(g: Graph, context: str, heads: list[int], flat: bool) -> _Out | None
     back = g.reader(projected, "Reshape")
     if back is None or g.dims(back.output[0]) != [s, b, n] or g.dims(projected) != [s * b, n]:
         return None
-    values.append(projected)
     turn = g.reader(back.output[0], "Transpose")
     if turn is not None and g.attr(turn, "perm", None) == [1, 0, 2]:
-        return _Out(turn, projection, weight, bias, True, values + [back.output[0]])
-    return _Out(back, projection, weight, bias, False, values)
+        return OutProj(turn, projection, weight, bias, True)
+    return OutProj(back, projection, weight, bias, False)
 
 
 def _out_proj(g: Graph, rows: str, e: int):
