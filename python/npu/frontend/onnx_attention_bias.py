@@ -10,6 +10,12 @@ are constants: their sum, broadcast to the scores' shape, is one constant
 [B*nW, H, S, S] added to the MatMul's scores, which the fused kernel reads
 tile by tile (1.8 MB for Swin-T's first stage). Only done when the result
 stays under `MAX_BYTES` and no intermediate value has another reader.
+
+Scores with two or more leading dims ([nW, H, S, S]) are added and
+normalised as [1, nW*H, S, S] between two Reshapes: the kernel's heads are
+the flat (window, head) pairs, and npu-split-cores cuts a tensor along one
+dim of them; on [nW, H, S, S] it found none (no dim holds nW*H), and every
+window attention of Swin-T's first three stages ran on one core.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ def merge_attention_biases(model, types: dict | None) -> list[str]:
             readers.setdefault(i, []).append(n)
     outputs = {o.name for o in graph.output}
     done, dead, new_inits = [], set(), []
+    added: list = []  # the flat-heads Reshapes
     for softmax in graph.node:
         if softmax.op_type != "Softmax":
             continue
@@ -68,17 +75,38 @@ def merge_attention_biases(model, types: dict | None) -> list[str]:
         last = chain[-1][1]
         first_add = chain[0][1]
         name = f"{first_add.name}/window_bias"
-        new_inits.append(numpy_helper.from_array(total, name))
-        first_add.input[:] = [matmul_out, name]
         first_add.output[0] = last.output[0]
         dead.update(id(node) for _, node in chain[1:])
         done.append(softmax.name)
+        if sum(d != 1 for d in shape[:-2]) < 2:
+            new_inits.append(numpy_helper.from_array(total, name))
+            first_add.input[:] = [matmul_out, name]
+            continue
+        flat = [1, int(np.prod(shape[:-2])), shape[-2], shape[-1]]
+        new_inits.append(numpy_helper.from_array(total.reshape(flat), name))
+        flat_scores = f"{first_add.name}/flat_heads"
+        added.append(_reshape_node(matmul_out, flat, flat_scores, new_inits))
+        first_add.input[:] = [flat_scores, name]
+        first_add.output[0] = softmax.input[0] = f"{first_add.name}/flat_biased"
+        probabilities = softmax.output[0]
+        softmax.output[0] = f"{softmax.name}/flat_heads"
+        added.append(_reshape_node(softmax.output[0], shape, probabilities, new_inits))
+        for value in (flat_scores, first_add.output[0], softmax.output[0]):
+            types[value] = (flat, elem)
     if done:
         graph.initializer.extend(new_inits)
         kept = [n for n in graph.node if id(n) not in dead]
         del graph.node[:]
-        graph.node.extend(kept)
+        for n in kept:  # each Reshape right after the node it reads
+            graph.node.extend([n] + [r for r in added if r.input[0] in n.output])
     return done
+
+
+def _reshape_node(source: str, dims: list[int], out: str, new_inits: list):
+    from onnx import helper, numpy_helper
+
+    new_inits.append(numpy_helper.from_array(np.array(dims, np.int64), f"{out}/shape"))
+    return helper.make_node("Reshape", [source, f"{out}/shape"], [out], name=out)
 
 
 def _kernel_takes(mask_shape: tuple, scores_shape: list[int]) -> bool:

@@ -4,7 +4,9 @@ windows) and, in a shifted block, a window mask [1, W, 1, S, S] between two
 Reshapes. Both addends are constants, summed into one [W, H, S, S] bias
 (`frontend/onnx_attention_bias`), which npu-fuse-attention takes as a mask
 per head: one kernel, against onnxruntime. Before, the bias's shape was
-refused and each block ran as two batch matmuls and a softmax."""
+refused and each block ran as two batch matmuls and a softmax. The bias is
+added and normalised over the flat (window, head) pairs [1, W*H, S, S], the
+heads npu-split-cores cuts the kernel by."""
 
 from __future__ import annotations
 
@@ -14,9 +16,15 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import sys
+from pathlib import Path
+
 import npu
 from npu.frontend.onnx_attention_bias import merge_attention_biases
 from npu.frontend.onnx_fold import inferred_types
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers import compile_remarks  # noqa: E402
 
 W, H, S, D = 4, 2, 49, 32
 RNG = np.random.default_rng(11)
@@ -66,12 +74,27 @@ def test_the_addends_become_one_bias_of_the_scores_shape():
     bias = numpy_helper.to_array(next(t for t in want if t.name == "bias"))
     mask = numpy_helper.to_array(next(t for t in want if t.name == "mask"))
     assert merge_attention_biases(model, inferred_types(model)) == ["/attn/Softmax"]
-    assert [n.op_type for n in model.graph.node] == ["Mul", "Transpose", "MatMul", "Add",
-                                                     "Softmax", "MatMul"]
+    assert [n.op_type for n in model.graph.node] == ["Mul", "Transpose", "MatMul", "Reshape",
+                                                     "Add", "Softmax", "Reshape", "MatMul"]
     merged = numpy_helper.to_array(next(t for t in model.graph.initializer
                                         if t.name == "/attn/Add/window_bias"))
-    expected = (np.broadcast_to(bias, (W, H, S, S)).reshape(1, W, H, S, S) + mask).reshape(W, H, S, S)
+    expected = (np.broadcast_to(bias, (W, H, S, S)).reshape(1, W, H, S, S) + mask).reshape(1, W * H, S, S)
     np.testing.assert_array_equal(merged, expected)
+
+
+@pytest.mark.parametrize("shifted", [False, True], ids=["bias", "bias-and-shift-mask"])
+def test_the_window_heads_split_over_cores(shifted):
+    """Each core takes W*H/4 of the (window, head) pairs, its slice of the
+    bias with them (before: one core, no dim of [W, H, S, S] held W*H)."""
+    model = window_attention(shifted)
+    kernel, remarks = compile_remarks(model, cores=4)
+    (split,) = [r for r in remarks if "npu-split-cores:" in r and "chip barriers" in r]
+    assert split.endswith("attention 4"), split
+    ins = {n: RNG.standard_normal((W, H, S, D)).astype(np.float32) for n in "qkv"}
+    (y,), report = kernel(*[ins[n] for n in kernel.input_names])
+    assert report["block_dim"] == 4 and report["hazards"] == []
+    (want,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, ins)
+    np.testing.assert_allclose(y, want, rtol=2e-2, atol=2e-2)
 
 
 def test_a_mask_the_kernel_takes_is_left_alone():
