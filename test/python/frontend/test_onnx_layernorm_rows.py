@@ -57,3 +57,42 @@ def test_one_row_dim_is_left_as_it_is():
     m = _model([1, 14, 14, 64])
     assert flatten_layernorm_rows(m, inferred_types(m)) == ["ln"]
     assert [n.op_type for n in m.graph.node] == ["Reshape", "LayerNormalization", "Reshape", "MatMul"]
+
+
+def _residual_model(shape: list[int]):
+    """s = x + r (read by the LayerNorm and by another Add), then `_model`'s
+    LayerNorm and pointwise layer: Swin's residual before norm2."""
+    m = _model(shape)
+    g = m.graph
+    g.node[0].input[0] = "s"
+    g.node.insert(0, helper.make_node("Add", ["x", "r"], ["s"], name="residual"))
+    g.node.append(helper.make_node("Add", ["s", "s"], ["z"], name="again"))
+    g.input.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, shape))
+    g.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, shape))
+    return m
+
+
+def test_a_residual_add_before_the_layernorm_is_added_over_rows():
+    """Fused with the LayerNorm, the Add's rows along two dims kept the
+    group on one core; over rows it peels like the LayerNorm alone."""
+    from npu.frontend.onnx_fold import inferred_types
+    from npu.frontend.onnx_layernorm_rows import flatten_layernorm_rows
+
+    shape = [1, 14, 14, 256]
+    m = _residual_model(shape)
+    rewritten = _residual_model(shape)
+    assert flatten_layernorm_rows(rewritten, inferred_types(rewritten)) == ["ln"]
+    assert [n.op_type for n in rewritten.graph.node] == ["Reshape", "Reshape", "Add", "Reshape",
+                                                         "LayerNormalization", "Reshape", "MatMul", "Add"]
+    with diagnostics.collecting() as engine:
+        kernel = npu.compile(m, cores=8)
+    rng = np.random.default_rng(7)
+    x, r = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    (y, z), report = kernel(x, r)
+    want = onnxruntime.InferenceSession(m.SerializeToString()).run(None, {"x": x, "r": r})
+    np.testing.assert_allclose(y, want[0], rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(z, want[1], rtol=1e-6)
+    assert report["hazards"] == []
+    said = " ".join(d.message for d in engine.diagnostics if "npu-split-cores:" in d.message)
+    lone = [part for part in said.split(";") if "fused rows: 1 core" in part]
+    assert lone and all("on core" in part for part in lone), said  # only the peeled rest alone
