@@ -20,8 +20,8 @@ from npu.frontend import (onnx_attention_bias, onnx_batchnorm, onnx_computed_gat
                           onnx_hard_activations, onnx_instance_norm, onnx_int_div, onnx_int_pow,
                           onnx_layer_scale, onnx_layernorm_rows, onnx_matmul_integer,
                           onnx_matmul_shapes, onnx_packed_attention, onnx_packed_qkv, onnx_pad, onnx_pow,
-                          onnx_qdq_float, onnx_reduce_norms, onnx_rotate_half, onnx_slice_steps,
-                          onnx_small_ints, onnx_space_to_depth, onnx_spatial_means,
+                          onnx_qdq_float, onnx_reduce_norms, onnx_resize, onnx_rotate_half,
+                          onnx_slice_steps, onnx_small_ints, onnx_space_to_depth, onnx_spatial_means,
                           onnx_unit_transposes)
 
 
@@ -48,6 +48,7 @@ def rewrite_for_import(model, types: dict, fail: Callable, remark: Callable[[str
     onnx_packed_attention.unpack_attentions(model, types)  # before its batch-1 transposes are read
     onnx_packed_qkv.split_packed_projections(model, types)
     onnx_space_to_depth.concats_as_space_to_depth(model, types)
+    onnx_resize.resizes_as_matmuls(model, types, fail)  # its MatMuls before their shapes are read
     onnx_attention_bias.merge_attention_biases(model, types)
     onnx_pow.expand_tensor_pows(model, types)
     onnx_int_pow.expand_integer_pows(model, fail, types)

@@ -1,0 +1,140 @@
+"""Resize (`npu.frontend.onnx_resize`): NCHW maps resized by constant
+interpolation matrices (one Kronecker matmul for small maps, else a matmul
+per axis, a nearest H of an integer factor as copies of rows), against
+onnxruntime; and the forms it cannot run, each one located error. Every
+Resize was refused as an unsupported operator before."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+import npu
+from npu.frontend import onnx_resize
+from npu.frontend.compile import CompileError
+from npu.frontend.onnx_fold import inferred_types
+from onnx_models import model
+
+
+def resized(shape, out, mode="nearest", coords="asymmetric", nearest="floor", scales=None,
+            sizes=None, elem=TensorProto.FLOAT, opset=17, **attrs):
+    """x -> Resize -> Relu (a consumer, as in a network)."""
+    inits, inputs = [("roi", np.zeros(0, np.float32))], ["x", "roi"]
+    if scales is not None:
+        inits.append(("scales", np.array(scales, np.float32)))
+        inputs.append("scales")
+    else:
+        inits.append(("sizes", np.array(sizes, np.int64)))
+        inputs += ["", "sizes"]
+    nodes = [helper.make_node("Resize", inputs, ["r"], name="resize", mode=mode,
+                              coordinate_transformation_mode=coords, nearest_mode=nearest, **attrs),
+             helper.make_node("Relu", ["r"], ["y"], name="relu")]
+    return model(nodes, [("x", shape, elem)], [("y", out, elem)], inits, opset)
+
+
+def check(m, shape, dtype=np.float32, exact=False):
+    x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    want = onnxruntime.InferenceSession(m.SerializeToString(),
+                                        providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    (got,), _ = npu.compile(m, cores=1)(x)
+    assert got.shape == want.shape
+    if exact:
+        np.testing.assert_array_equal(got, want)
+    else:  # the map and the weights as the cube's f16 operands
+        np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+
+
+def ops_of(m) -> list[str]:
+    onnx_resize.resizes_as_matmuls(m, inferred_types(m), ValueError)
+    return [n.op_type for n in m.graph.node]
+
+
+CASES = {  # id: (input, output, Resize arguments), each as torch exports it or ONNX allows
+    "nearest-x2": ([1, 3, 6, 5], [1, 3, 12, 10], dict(scales=[1, 1, 2, 2])),
+    "nearest-sizes": ([1, 2, 6, 5], [1, 2, 9, 7], dict(sizes=[1, 2, 9, 7], nearest="round_prefer_floor",
+                                                       coords="half_pixel")),
+    "nearest-down": ([1, 2, 8, 9], [1, 2, 4, 3], dict(scales=[1, 1, 0.5, 0.34])),
+    "bilinear-half-pixel-x2": ([1, 3, 6, 5], [1, 3, 12, 10], dict(mode="linear", coords="half_pixel",
+                                                                  scales=[1, 1, 2, 2])),
+    "bilinear-pytorch-half-pixel-down": ([2, 2, 8, 8], [2, 2, 5, 1], dict(
+        mode="linear", coords="pytorch_half_pixel", sizes=[2, 2, 5, 1])),
+    "bilinear-align-corners": ([1, 2, 5, 7], [1, 2, 13, 9], dict(mode="linear", coords="align_corners",
+                                                                 sizes=[1, 2, 13, 9])),
+    "bilinear-asymmetric-1.5": ([1, 2, 6, 4], [1, 2, 9, 6], dict(mode="linear", scales=[1, 1, 1.5, 1.5])),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_small_maps_match_onnxruntime(case):
+    """One Kronecker matmul each."""
+    shape, out, kw = CASES[case]
+    assert ops_of(resized(shape, out, **kw)) == ["Reshape", "MatMul", "Reshape", "Relu"]
+    check(resized(shape, out, **kw), shape)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_per_axis_passes_match_onnxruntime(case, monkeypatch):
+    """The form of maps too large for the Kronecker matrix."""
+    monkeypatch.setattr(onnx_resize, "KRON_MAX_ELEMENTS", 0)
+    shape, out, kw = CASES[case]
+    assert "Reshape" in ops_of(resized(shape, out, **kw))
+    check(resized(shape, out, **kw), shape)
+
+
+def test_per_axis_order_and_row_copies(monkeypatch):
+    """W growing: H's transposed pass first; W shrinking: W's first; a
+    nearest H of an integer factor: a Concat of whole rows."""
+    monkeypatch.setattr(onnx_resize, "KRON_MAX_ELEMENTS", 0)
+    up = ops_of(resized([1, 2, 6, 5], [1, 2, 9, 10], mode="linear", sizes=[1, 2, 9, 10]))
+    assert up.index("Transpose") < up.index("MatMul") and up.count("MatMul") == 2
+    down = ops_of(resized([1, 2, 6, 8], [1, 2, 9, 4], mode="linear", sizes=[1, 2, 9, 4]))
+    assert down.index("MatMul") < down.index("Transpose")
+    repeat = ops_of(resized([1, 2, 6, 5], [1, 2, 12, 10], scales=[1, 1, 2, 2]))
+    assert repeat.count("MatMul") == 1 and "Concat" in repeat and "Transpose" not in repeat
+
+
+def test_one_axis_only():
+    """H alone by an integer nearest factor is row copies only: exact."""
+    m = resized([1, 4, 6, 16], [1, 4, 18, 16], scales=[1, 1, 3, 1])
+    assert "MatMul" not in ops_of(resized([1, 4, 6, 16], [1, 4, 18, 16], scales=[1, 1, 3, 1]))
+    check(m, [1, 4, 6, 16], exact=True)
+    check(resized([1, 2, 6, 5], [1, 2, 6, 9], mode="linear", coords="align_corners", sizes=[1, 2, 6, 9]),
+          [1, 2, 6, 5])
+
+
+def test_f16_nearest_is_exact():
+    m = resized([1, 3, 6, 5], [1, 3, 12, 10], scales=[1, 1, 2, 2], elem=TensorProto.FLOAT16)
+    check(m, [1, 3, 6, 5], np.float16, exact=True)
+
+
+def test_linear_weights_are_f16_values_summing_to_one():
+    plan = onnx_resize.plan_resize(resized([1, 1, 7, 5], [1, 1, 23, 11], mode="linear", coords="align_corners",
+                                           sizes=[1, 1, 23, 11]).graph.node[0],
+                                   lambda name: np.array([1, 1, 23, 11]) if name == "sizes" else None,
+                                   {"x": ([1, 1, 7, 5], 1)}, 17, ValueError)
+    for m in (plan.mh, plan.mw):
+        assert np.array_equal(m.astype(np.float16).astype(np.float64), m)
+        assert np.array_equal(m.sum(1), np.ones(len(m)))
+
+
+@pytest.mark.parametrize("attrs, shape, message", [
+    (dict(mode="cubic"), [1, 2, 4, 4], "mode 'cubic' is not supported"),
+    (dict(coords="tf_crop_and_resize"), [1, 2, 4, 4], "coordinate_transformation_mode 'tf_crop_and_resize'"),
+    (dict(antialias=1), [1, 2, 4, 4], "antialias 1 is not supported"),
+    (dict(), [1, 2, 2, 4, 4], "a 5-D input is not supported"),
+], ids=["cubic", "tf-crop-and-resize", "antialias", "5-d"])
+def test_forms_that_cannot_run_are_located_errors(attrs, shape, message):
+    out = shape[:-2] + [d * 2 for d in shape[-2:]]
+    m = resized(shape, out, scales=[1] * (len(shape) - 2) + [2, 2], opset=18 if "antialias" in attrs else 17,
+                **attrs)
+    with pytest.raises(CompileError, match=f"node 'resize' \\(Resize\\): {message}"):
+        npu.compile(m)
+
+
+def test_sizes_computed_at_run_time_are_a_located_error():
+    nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize", mode="nearest")]
+    m = model(nodes, [("x", [1, 2, 4, 4]), ("sizes", [4], TensorProto.INT64)], [("y", [1, 2, 8, 8])])
+    with pytest.raises(CompileError, match="node 'resize' \\(Resize\\): input 'sizes' .* computed at run time"):
+        npu.compile(m)
