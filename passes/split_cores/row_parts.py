@@ -72,6 +72,8 @@ def _part_height(buf: ir.Value, blk: ir.Value, cores: int) -> int | None:
         if (nir.int_array_attr(view, "static_strides") != [1] * 4 or sizes[2:] != [b0, b1]
                 or offsets[2:] != [0, 0]):
             return None  # (a few rows of a block: a row group's Nz store keeps Nz, `nz_layout`)
+        if not _only_subviews(view):
+            return None  # (another view of a view would keep the old strides in its type)
         views.append((view, sizes, offsets))
     heights = {sizes[1] for _, sizes, _ in views}
     if len(heights) != 1:
@@ -89,6 +91,15 @@ def _part_height(buf: ir.Value, blk: ir.Value, cores: int) -> int | None:
             if row0 is None or row0 % height:
                 return None
     return height
+
+
+def _only_subviews(view: ir.Operation) -> bool:
+    """No view of `view`, at any depth, but subviews (`_replace_view` makes those again)."""
+    for use in view.result.uses:
+        inner = use.owner.operation
+        if inner.name in nir.VIEW_OPS and (inner.name != SUBVIEW or not _only_subviews(inner)):
+            return False
+    return True
 
 
 def _guards(view: ir.Operation) -> list[tuple[ir.Value, bool]]:
@@ -118,9 +129,25 @@ def _rewrite(alloc: ir.Operation, height: int) -> None:
             part, within = _split_row(row, height)
             first = _add(_mul(part, cols), col)
             new = nir.subview(parts, [first, within, inner, 0], sizes)
-        view.result.replace_all_uses_with(new)
-        view.erase()
+        _replace_view(view, new)
     alloc.erase()
+
+
+def _replace_view(view: ir.Operation, new: ir.Value) -> None:
+    """`view`'s uses on `new`, which has other strides: a subview of `view`
+    (a core's part of a peeled matmul's A) is made again on `new`, its
+    layout inferred anew; kept as it was, it addressed the rows with the
+    whole buffer's strides (a [20, 512] x [512, 64] matmul on 32 cores read
+    past its A)."""
+    for use in list(view.result.uses):
+        inner = use.owner.operation
+        if inner.name == SUBVIEW and use.operand_number == 0:
+            with inner.location, ir.InsertionPoint(inner):
+                made = nir.subview(new, nir.subview_offsets(inner), nir.int_array_attr(inner, "static_sizes"),
+                                   nir.int_array_attr(inner, "static_strides"))
+            _replace_view(inner, made)
+    view.result.replace_all_uses_with(new)
+    view.erase()
 
 
 def _split_row(row: int | ir.Value, height: int) -> tuple[int | ir.Value, int | ir.Value]:

@@ -67,3 +67,21 @@ def test_a_row_part_of_the_intermediate_copies_in_one_burst_with_the_same_bits()
     w1, b1, w2, b2 = (numpy_helper.to_array(i) for i in model.graph.initializer)
     want = np.maximum(x @ w1 + b1, 0) @ w2 + b2
     np.testing.assert_allclose(on, want, rtol=2e-2, atol=2e-2)
+
+
+def test_a_core_view_of_a_peeled_row_part_takes_the_parts_strides() -> None:
+    """A [20, 512] x [512, 64] matmul on 32 cores: A's Nz, peeled into its
+    16 whole rows and the other 4, is stored as row parts; each core's view
+    of a part (a subview of the part's view) was left with the whole
+    buffer's strides, and the matmul read A past its end (a bounds error)."""
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((512, 64)) / np.sqrt(512)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [20, 512])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [20, 64])], [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    x = rng.standard_normal((20, 512)).astype(np.float32)
+    (out,), report = npu.compile(model, target="ascend910", cores=32)(x)
+    assert report["hazards"] == []
+    np.testing.assert_allclose(out, x @ w, rtol=2e-2, atol=2e-2)
