@@ -272,6 +272,37 @@ def _convnext():
     return model.eval()
 
 
+def _unet():
+    """A tiny UNet / FPN: two stride-2 convs down, `nn.Upsample` (nearest,
+    x2) and a skip Concat, a bilinear x2 (half_pixel) and a lateral Add, a
+    head resized by `F.interpolate` to 1.5x the image (bilinear,
+    align_corners): the Resizes torch writes for segmentation models."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    def block(cin, cout, stride=1):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc1, self.enc2, self.enc3 = block(3, 8), block(8, 16, 2), block(16, 32, 2)
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.dec2, self.lateral = block(48, 16), nn.Conv2d(8, 16, 1)
+            self.head = nn.Conv2d(16, 4, 1)
+
+        def forward(self, x):
+            e1 = self.enc1(x)
+            e2 = self.enc2(e1)
+            d2 = self.dec2(torch.cat([self.up(self.enc3(e2)), e2], 1))
+            d1 = F.interpolate(d2, scale_factor=2, mode="bilinear", align_corners=False) + self.lateral(e1)
+            size = (x.shape[-2] * 3 // 2, x.shape[-1] * 3 // 2)
+            return F.interpolate(self.head(d1), size=size, mode="bilinear", align_corners=True)
+
+    return _randomize_bn(UNet())
+
+
 def _randomize_bn(model):
     """Running statistics that are not the identity, so a dropped or
     misfolded BatchNormalization shows."""
@@ -292,13 +323,14 @@ def _randomize_bn(model):
 # one block per stage, 8 stem channels; MobileNetV2 at width 0.25 (last conv
 # 320 channels); MobileNetV3-small and EfficientNet-B0 at width 0.25, on a
 # 96x96 image (their last maps 3x3: rows of at least one f32 block); a
-# narrow ConvNeXt.
+# narrow ConvNeXt; a tiny UNet of three Resizes on a 32x32 image.
 CNN_SPECS = [Spec("resnet18", lambda _: _narrow_resnet("BasicBlock", 8), _cnn_inputs),
              Spec("resnet50", lambda _: _narrow_resnet("Bottleneck", 8), _cnn_inputs),
              Spec("mobilenetv2", lambda _: _mobilenet_v2(), _cnn_inputs),
              Spec("mobilenetv3", lambda _: _mobilenet_v3(), lambda: _cnn_inputs(96)),
              Spec("efficientnet", lambda _: _efficientnet(), lambda: _cnn_inputs(96)),
-             Spec("convnext", lambda _: _convnext(), _cnn_inputs)]
+             Spec("convnext", lambda _: _convnext(), _cnn_inputs),
+             Spec("unet", lambda _: _unet(), lambda: _cnn_inputs(32))]
 CNN_IMAGE = 64
 
 SPECS = [Spec("bert", _bert, _text_inputs), Spec("distilbert", _distilbert, _text_inputs),

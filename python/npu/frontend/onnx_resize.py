@@ -202,13 +202,14 @@ def emit(ex, x: str, plan: ResizePlan, types: dict, elem: int) -> None:
     steps = ["w"] if passes_w else []
     if passes_h:
         steps.insert(0 if plan.h_repeat is None and wo >= w else len(steps), "h")
+    mh_t, mw_t = plan.mh.T.astype(dt), plan.mw.T.astype(dt)
     cur_h, cur_w = h, w
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
         if step == "w":
             rows = node("Reshape", [x, shape("w_rows_shape", [n * c * cur_h, cur_w])], "w_rows",
                         [n * c * cur_h, cur_w])
-            y = node("MatMul", [rows, const("mw_t", plan.mw.T.astype(dt))], "w_matmul", [n * c * cur_h, wo])
+            y = node("MatMul", [rows, const("mw_t", mw_t)], "w_matmul", [n * c * cur_h, wo])
             cur_w = wo
             x = node("Reshape", [y, shape("w_out_shape", [n, c, cur_h, cur_w])], "w_out",
                      [n, c, cur_h, cur_w], last)
@@ -224,7 +225,7 @@ def emit(ex, x: str, plan: ResizePlan, types: dict, elem: int) -> None:
             t = node("Transpose", [x], "h_transpose", [n, c, cur_w, cur_h], perm=[0, 1, 3, 2])
             rows = node("Reshape", [t, shape("h_rows_shape", [n * c * cur_w, cur_h])], "h_rows",
                         [n * c * cur_w, cur_h])
-            y = node("MatMul", [rows, const("mh_t", plan.mh.T.astype(dt))], "h_matmul", [n * c * cur_w, ho])
+            y = node("MatMul", [rows, const("mh_t", mh_t)], "h_matmul", [n * c * cur_w, ho])
             cur_h = ho
             y = node("Reshape", [y, shape("h_cols_shape", [n, c, cur_w, cur_h])], "h_cols", [n, c, cur_w, cur_h])
             x = node("Transpose", [y], "h_back", [n, c, cur_h, cur_w], last, perm=[0, 1, 3, 2])

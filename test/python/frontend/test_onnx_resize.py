@@ -68,9 +68,11 @@ CASES = {  # id: (input, output, Resize arguments), each as torch exports it or 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_small_maps_match_onnxruntime(case):
-    """One Kronecker matmul each."""
+    """One Kronecker matmul each (its rows padded to whole blocks)."""
     shape, out, kw = CASES[case]
-    assert ops_of(resized(shape, out, **kw)) == ["Reshape", "MatMul", "Reshape", "Relu"]
+    ops = ops_of(resized(shape, out, **kw))
+    assert ops.count("MatMul") == 1 and "Transpose" not in ops
+    assert ops[1] == ("MatMul" if shape[2] * shape[3] % 8 == 0 else "Concat")
     check(resized(shape, out, **kw), shape)
 
 
