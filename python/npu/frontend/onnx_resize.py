@@ -8,7 +8,8 @@ row blends two inputs, a `nearest` row is one-hot). Measured on ascend910,
 
 * a small map: one matmul `x [N*C, H*W] @ kron(Mh, Mw)^T`, the Kronecker
   product at most `KRON_MAX_ELEMENTS` (bilinear 14x14 -> 28x28 of 128
-  channels: 7,998 cycles against 39,020 for the two passes);
+  channels: 7,998 cycles against 53,509 for the two passes; at the limit,
+  256 channels of 32x32 -> 64x64, 22,110 against 23,006);
 * otherwise the two passes, each a matmul of rows against one matrix:
   W's on the rows of x as they lie, H's on the rows of the map transposed
   to [N*C, W, H] and back. The H pass goes first when W grows (its
@@ -16,6 +17,11 @@ row blends two inputs, a `nearest` row is one-hot). Measured on ascend910,
 * a nearest H of an integer factor t (after the W pass) is each row's t
   copies side by side, a Concat of whole rows: exact, and cheaper than
   the transposes (1,824 cycles for 64 channels of 16x16 -> 32x16).
+
+Data movement alone is slower: a nearest x2 of 256 channels of 32x32 as
+an Expand of W's elements and the Concat of rows takes 56,734 cycles,
+the W matmul and the Concat 12,126 (an Expand of [N, C, H, 1, W, 1],
+64 channels of 16x16: 50,032; the Kronecker matmul 3,372).
 
 The cube's operands are f16: an f32 map is rounded to f16 by each matmul
 (as by every conv), so a nearest Resize is exact only in f16. A linear
@@ -138,6 +144,11 @@ def plan_resize(node, constant: Callable[[str], np.ndarray | None], types: dict,
             refuse(f"input 'scales' has {given.size} values for {len(axes)} axes")
         for a, s in zip(axes, given.ravel().tolist()):
             scales[a], out[a] = float(s), int(np.floor(dims[a] * np.float32(s)))
+            if coords == "align_corners" and out[a] > 1 and out[a] != dims[a] * np.float32(s):
+                # ONNX's reference divides by the unrounded length, onnxruntime
+                # (and torch) by the output's: which one a model means is unknown
+                refuse(f"coordinate_transformation_mode 'align_corners' with scale {s:g} on axis {a}, "
+                       f"whose output length {dims[a]} * {s:g} is not whole, is not supported")
     else:
         refuse("neither 'scales' nor 'sizes' is given")
     if out[:2] != dims[:2]:

@@ -24,7 +24,7 @@ DEFAULT = {"resnet18_ts", "resnet18_dynamo"}
 def test_the_corpus_is_there():
     assert {"resnet18_ts", "resnet18_dynamo", "resnet50_ts", "resnet50_dynamo", "mobilenetv2_ts",
             "mobilenetv2_dynamo", "mobilenetv3_ts", "mobilenetv3_dynamo", "efficientnet_ts",
-            "efficientnet_dynamo", "convnext_ts", "convnext_dynamo"} <= set(EXPORTS)
+            "efficientnet_dynamo", "convnext_ts", "convnext_dynamo", "unet_ts", "unet_dynamo"} <= set(EXPORTS)
     for name in EXPORTS:
         assert os.path.getsize(os.path.join(CNN, f"{name}.onnx")) < 1 << 20
 

@@ -68,11 +68,9 @@ CASES = {  # id: (input, output, Resize arguments), each as torch exports it or 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_small_maps_match_onnxruntime(case):
-    """One Kronecker matmul each (its rows padded to whole blocks)."""
+    """One Kronecker matmul each."""
     shape, out, kw = CASES[case]
-    ops = ops_of(resized(shape, out, **kw))
-    assert ops.count("MatMul") == 1 and "Transpose" not in ops
-    assert ops[1] == ("MatMul" if shape[2] * shape[3] % 8 == 0 else "Concat")
+    assert ops_of(resized(shape, out, **kw)) == ["Reshape", "MatMul", "Reshape", "Relu"]
     check(resized(shape, out, **kw), shape)
 
 
@@ -135,8 +133,34 @@ def test_forms_that_cannot_run_are_located_errors(attrs, shape, message):
         npu.compile(m)
 
 
+def test_align_corners_by_a_scale_of_a_fractional_length_is_a_located_error():
+    """ONNX's reference divides by 4 * 0.6 - 1, onnxruntime by 2 - 1."""
+    m = resized([1, 1, 4, 4], [1, 1, 2, 2], mode="linear", coords="align_corners", scales=[1, 1, 0.6, 0.6])
+    with pytest.raises(CompileError, match="'align_corners' with scale 0.6 on axis 2, whose output length "
+                                           "4 \\* 0.6 is not whole"):
+        npu.compile(m)
+
+
 def test_sizes_computed_at_run_time_are_a_located_error():
     nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize", mode="nearest")]
     m = model(nodes, [("x", [1, 2, 4, 4]), ("sizes", [4], TensorProto.INT64)], [("y", [1, 2, 8, 8])])
     with pytest.raises(CompileError, match="node 'resize' \\(Resize\\): input 'sizes' .* computed at run time"):
         npu.compile(m)
+
+
+def test_the_unet_export_resizes_as_matmuls():
+    """test/models/cnn/unet_ts.onnx (torch's nn.Upsample and two
+    F.interpolate; make_exports.py --cnn --only unet): each Resize is
+    written out (a Kronecker matmul each at 8x8 -> 16x16, 16x16 -> 32x32
+    and 32x32 -> 48x48), and the model compiles. It runs against
+    onnxruntime in test_cnn_exports (--runslow)."""
+    import os
+
+    import onnx
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "models", "cnn", "unet_ts.onnx")
+    m = onnx.load(path)
+    assert [n.op_type for n in m.graph.node].count("Resize") == 3
+    names = set(npu.compile(m, cores=1).source_names.values())
+    assert {f"{r}/kron_matmul (MatMul)" for r in ("/up/Resize", "/Resize", "/Resize_1")} <= names
+    assert not any(n.endswith("(Resize)") for n in names)
