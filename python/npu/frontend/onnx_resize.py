@@ -10,10 +10,17 @@ row blends two inputs, a `nearest` row is one-hot). Measured on ascend910,
   product at most `KRON_MAX_ELEMENTS` (bilinear 14x14 -> 28x28 of 128
   channels: 7,998 cycles against 53,509 for the two passes; at the limit,
   256 channels of 32x32 -> 64x64, 22,110 against 23,006);
-* otherwise the two passes, each a matmul of rows against one matrix:
-  W's on the rows of x as they lie, H's on the rows of the map transposed
-  to [N*C, W, H] and back. The H pass goes first when W grows (its
-  transposes then move the smaller maps), else the W pass;
+* otherwise a pass per axis, each a matmul: W's of the map's rows by Mw^T,
+  H's of the [N*C, H*W] rows by kron(Mh, I_W)^T while that is at most
+  `KRON_MAX_ELEMENTS` (deeplabv3's 21 classes of 14x14 -> 224x224: 19,966
+  cycles; its transposes do not lower), else of the map transposed to
+  [N*C, W, H] and back by Mh^T. The H pass goes where W is the smaller:
+  first when W grows. Growing through the transposes, H and W are padded
+  with zeros to whole 32-byte blocks first (zero rows in Mh^T and Mw^T),
+  so both matmuls' A lay out as Nz on every core, not one (lraspp's 21
+  classes of 28x28 -> 224x224: 47,998 -> 35,294 cycles; 32 channels of
+  60x60 -> 120x120: 55,966 -> 28,382; shrinking 100x100 -> 50x50 the pads
+  cost more than they save, 46,570 -> 62,437, and are not written);
 * a nearest H of an integer factor t (after the W pass) is each row's t
   copies side by side, a Concat of whole rows: exact, and cheaper than
   the transposes (1,824 cycles for 64 channels of 16x16 -> 32x16).
@@ -44,6 +51,7 @@ from typing import Callable
 import numpy as np
 
 from npu.frontend import onnx_resize_weights as rw
+from npu.frontend.onnx_matmul_shapes import BLOCK_BYTES
 
 # Elements of the Kronecker matrix (H*W x Ho*Wo) the one-matmul form takes:
 # 8 MB as f16 operands. A choice from the measurements above, not a
@@ -210,36 +218,66 @@ def emit(ex, x: str, plan: ResizePlan, types: dict, elem: int) -> None:
         y = node("MatMul", [rows, kron], "kron_matmul", [n * c, ho * wo])
         node("Reshape", [y, shape("out_shape", plan.out)], "out", plan.out, last=True)
         return
-    steps = ["w"] if passes_w else []
-    if passes_h:
-        steps.insert(0 if plan.h_repeat is None and wo >= w else len(steps), "h")
-    mh_t, mw_t = plan.mh.T.astype(dt), plan.mw.T.astype(dt)
-    cur_h, cur_w = h, w
+    h_kind = None if not passes_h else "repeat" if plan.h_repeat is not None else "kron"
+    h_first = h_kind != "repeat" and wo >= w  # the H pass where W is the smaller
+    if h_kind == "kron" and h * ho * (w if h_first else wo) ** 2 > KRON_MAX_ELEMENTS:
+        h_kind = "transposed"
+    steps = (["w"] if passes_w else [])
+    if h_kind:
+        steps.insert(0 if h_first else len(steps), h_kind)
+    pad_h = pad_w = None
+    if h_kind == "transposed" and h_first:  # K of both matmuls whole blocks (the docstring)
+        block = BLOCK_BYTES // np.dtype(dt).itemsize
+        pad_h, pad_w = -(-h // block) * block, -(-w // block) * block if passes_w else w
+        x = _padded(node, const, _padded(node, const, x, [n, c, h, w], 2, pad_h, dt), [n, c, pad_h, w], 3,
+                    pad_w, dt)
+    cur_h, cur_w = pad_h or h, pad_w or w
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
+        rows_in = [n * c * cur_h, cur_w]
         if step == "w":
-            rows = node("Reshape", [x, shape("w_rows_shape", [n * c * cur_h, cur_w])], "w_rows",
-                        [n * c * cur_h, cur_w])
-            y = node("MatMul", [rows, const("mw_t", mw_t)], "w_matmul", [n * c * cur_h, wo])
+            rows = node("Reshape", [x, shape("w_rows_shape", rows_in)], "w_rows", rows_in)
+            y = node("MatMul", [rows, const("mw_t", _rows_to(plan.mw.T, cur_w, dt))], "w_matmul",
+                     [n * c * cur_h, wo])
             cur_w = wo
-            x = node("Reshape", [y, shape("w_out_shape", [n, c, cur_h, cur_w])], "w_out",
-                     [n, c, cur_h, cur_w], last)
-        elif plan.h_repeat is not None:
-            rows = node("Reshape", [x, shape("h_rows_shape", [n * c * cur_h, cur_w])], "h_rows",
-                        [n * c * cur_h, cur_w])
-            y = node("Concat", [rows] * plan.h_repeat, "h_repeat", [n * c * cur_h, plan.h_repeat * cur_w],
-                     axis=1)
+        elif step == "repeat":
+            rows = node("Reshape", [x, shape("h_rows_shape", rows_in)], "h_rows", rows_in)
+            y = node("Concat", [rows] * plan.h_repeat, "h_repeat", [n * c * cur_h, plan.h_repeat * cur_w], axis=1)
             cur_h = ho
-            x = node("Reshape", [y, shape("h_out_shape", [n, c, cur_h, cur_w])], "h_out",
-                     [n, c, cur_h, cur_w], last)
+        elif step == "kron":
+            rows = node("Reshape", [x, shape("h_rows_shape", [n * c, cur_h * cur_w])], "h_rows",
+                        [n * c, cur_h * cur_w])
+            kron = const("h_kron", np.kron(plan.mh, np.eye(cur_w)).T.astype(dt))
+            y = node("MatMul", [rows, kron], "h_matmul", [n * c, ho * cur_w])
+            cur_h = ho
         else:
             t = node("Transpose", [x], "h_transpose", [n, c, cur_w, cur_h], perm=[0, 1, 3, 2])
             rows = node("Reshape", [t, shape("h_rows_shape", [n * c * cur_w, cur_h])], "h_rows",
                         [n * c * cur_w, cur_h])
-            y = node("MatMul", [rows, const("mh_t", mh_t)], "h_matmul", [n * c * cur_w, ho])
+            y = node("MatMul", [rows, const("mh_t", _rows_to(plan.mh.T, cur_h, dt))], "h_matmul",
+                     [n * c * cur_w, ho])
+            y = node("Reshape", [y, shape("h_cols_shape", [n, c, cur_w, ho])], "h_cols", [n, c, cur_w, ho])
             cur_h = ho
-            y = node("Reshape", [y, shape("h_cols_shape", [n, c, cur_w, cur_h])], "h_cols", [n, c, cur_w, cur_h])
             x = node("Transpose", [y], "h_back", [n, c, cur_h, cur_w], last, perm=[0, 1, 3, 2])
+            continue
+        x = node("Reshape", [y, shape(f"{step}_out_shape", [n, c, cur_h, cur_w])], f"{step}_out",
+                 [n, c, cur_h, cur_w], last)
+
+
+def _padded(node, const, x: str, dims: list[int], axis: int, length: int, dtype) -> str:
+    """`x` with zeros after its end along `axis`, to `length`."""
+    if length == dims[axis]:
+        return x
+    zeros = np.zeros(dims[:axis] + [length - dims[axis]] + dims[axis + 1:], dtype)
+    return node("Concat", [x, const(f"zeros{axis}", zeros)], f"pad{axis}",
+                dims[:axis] + [length] + dims[axis + 1:], axis=axis)
+
+
+def _rows_to(m: np.ndarray, rows: int, dtype) -> np.ndarray:
+    """`m` with zero rows after its own, `rows` in all."""
+    out = np.zeros((rows, m.shape[1]), dtype)
+    out[:len(m)] = m
+    return out
 
 
 def resizes_as_matmuls(model, types: dict, fail: Callable) -> list[str]:
