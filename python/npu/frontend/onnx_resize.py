@@ -23,7 +23,8 @@ row blends two inputs, a `nearest` row is one-hot). Measured on ascend910,
   cost more than they save, 46,570 -> 62,437, and are not written);
 * a nearest H of an integer factor t (after the W pass) is each row's t
   copies side by side, a Concat of whole rows: exact, and cheaper than
-  the transposes (1,824 cycles for 64 channels of 16x16 -> 32x16).
+  the transposes (1,824 cycles for 64 channels of 16x16 -> 32x16);
+* a 1x1 map is an Expand (every output element is the one input).
 
 Data movement alone is slower: a nearest x2 of 256 channels of 32x32 as
 an Expand of W's elements and the Concat of rows takes 56,734 cycles,
@@ -211,6 +212,9 @@ def emit(ex, x: str, plan: ResizePlan, types: dict, elem: int) -> None:
     passes_h, passes_w = not _identity(plan.mh), not _identity(plan.mw)
     if not passes_h and not passes_w:
         node("Identity", [x], "identity", plan.out, last=True)
+        return
+    if h == w == 1:  # MobileViT's 1x1 map to 2x2: 1,714 cycles, 4,761 as a matmul
+        node("Expand", [x, shape("out_shape", plan.out)], "expand", plan.out, last=True)
         return
     if passes_h and (passes_w or plan.h_repeat is None) and h * w * ho * wo <= KRON_MAX_ELEMENTS:
         rows = node("Reshape", [x, shape("flat_shape", [n * c, h * w])], "flat", [n * c, h * w])

@@ -117,6 +117,13 @@ def test_one_axis_only():
           [1, 2, 6, 5])
 
 
+def test_a_1x1_map_is_an_expand():
+    """MobileViT at 32x32 resizes its 1x1 map to the 2x2 of its patches."""
+    m = resized([1, 8, 1, 1], [1, 8, 2, 2], mode="linear", coords="half_pixel", sizes=[1, 8, 2, 2])
+    assert ops_of(resized([1, 8, 1, 1], [1, 8, 2, 2], mode="linear", sizes=[1, 8, 2, 2])) == ["Expand", "Relu"]
+    check(m, [1, 8, 1, 1], exact=True)
+
+
 def test_f16_nearest_is_exact():
     m = resized([1, 3, 6, 5], [1, 3, 12, 10], scales=[1, 1, 2, 2], elem=TensorProto.FLOAT16)
     check(m, [1, 3, 6, 5], np.float16, exact=True)
