@@ -101,7 +101,8 @@ def _constants(model) -> Callable[[str], np.ndarray | None]:
     return lookup
 
 
-def plan_resize(node, constant: Callable[[str], np.ndarray | None], types: dict, opset: int, fail: Callable) -> ResizePlan:
+def plan_resize(node, constant: Callable[[str], np.ndarray | None], types: dict, opset: int,
+                fail: Callable) -> ResizePlan:
     """The matrices of `node`, or `fail`'s located error saying what of it
     does not run."""
     def refuse(what: str):
@@ -112,7 +113,8 @@ def plan_resize(node, constant: Callable[[str], np.ndarray | None], types: dict,
         refuse(f"mode '{mode}' is not supported (nearest, linear)")
     coords = _attr(node, "coordinate_transformation_mode", "asymmetric" if opset < 11 else "half_pixel")
     if coords not in rw.COORDINATE_MODES:
-        refuse(f"coordinate_transformation_mode '{coords}' is not supported ({', '.join(rw.COORDINATE_MODES)})")
+        refuse(f"coordinate_transformation_mode '{coords}' is not supported "
+               f"({', '.join(rw.COORDINATE_MODES)})")
     nearest = _attr(node, "nearest_mode", "round_prefer_floor")
     if mode == "nearest" and nearest not in rw.NEAREST_MODES:
         refuse(f"nearest_mode '{nearest}' is not supported")
@@ -246,7 +248,8 @@ def emit(ex, x: str, plan: ResizePlan, types: dict, elem: int) -> None:
             cur_w = wo
         elif step == "repeat":
             rows = node("Reshape", [x, shape("h_rows_shape", rows_in)], "h_rows", rows_in)
-            y = node("Concat", [rows] * plan.h_repeat, "h_repeat", [n * c * cur_h, plan.h_repeat * cur_w], axis=1)
+            y = node("Concat", [rows] * plan.h_repeat, "h_repeat", [n * c * cur_h, plan.h_repeat * cur_w],
+                     axis=1)
             cur_h = ho
         elif step == "kron":
             rows = node("Reshape", [x, shape("h_rows_shape", [n * c, cur_h * cur_w])], "h_rows",

@@ -76,14 +76,3 @@ def repeat_factor(indices: np.ndarray, in_len: int) -> int | None:
     s = len(indices) // in_len
     return s if np.array_equal(indices, np.arange(len(indices)) // s) else None
 
-
-def stride_of(indices: np.ndarray, in_len: int) -> tuple[int, int] | None:
-    """(start, step) when `indices` is an arithmetic run start, start + step,
-    ... with step >= 1 (an integer nearest downsample: a Slice), else None."""
-    if len(indices) == 0:
-        return None
-    start = int(indices[0])
-    step = int(indices[1] - indices[0]) if len(indices) > 1 else 1
-    if step < 1 or not np.array_equal(indices, start + step * np.arange(len(indices))):
-        return None
-    return start, step

@@ -119,9 +119,11 @@ def test_one_axis_only():
 
 def test_a_1x1_map_is_an_expand():
     """MobileViT at 32x32 resizes its 1x1 map to the 2x2 of its patches."""
-    m = resized([1, 8, 1, 1], [1, 8, 2, 2], mode="linear", coords="half_pixel", sizes=[1, 8, 2, 2])
-    assert ops_of(resized([1, 8, 1, 1], [1, 8, 2, 2], mode="linear", sizes=[1, 8, 2, 2])) == ["Expand", "Relu"]
-    check(m, [1, 8, 1, 1], exact=True)
+    def m():
+        return resized([1, 8, 1, 1], [1, 8, 2, 2], mode="linear", coords="half_pixel", sizes=[1, 8, 2, 2])
+
+    assert ops_of(m()) == ["Expand", "Relu"]
+    check(m(), [1, 8, 1, 1], exact=True)
 
 
 def test_f16_nearest_is_exact():
@@ -129,9 +131,44 @@ def test_f16_nearest_is_exact():
     check(m, [1, 3, 6, 5], np.float16, exact=True)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_the_matrices_are_onnxruntimes_resize(mode):
+    """Every coordinate transformation and nearest mode, up and down, by
+    scales and by sizes: `onnx_resize_weights` on the host against
+    onnxruntime (no compile), in f64."""
+    from npu.frontend import onnx_resize_weights as rw
+
+    rng = np.random.default_rng(1)
+    for (h, w), how in [((5, 7), dict(scales=[1, 1, 1.5, 0.5])), ((8, 6), dict(scales=[1, 1, 2, 3])),
+                        ((5, 7), dict(sizes=[1, 1, 13, 9])), ((5, 7), dict(sizes=[1, 1, 1, 1])),
+                        ((16, 16), dict(scales=[1, 1, 0.75, 2.5]))]:
+        for coords in rw.COORDINATE_MODES:
+            for nearest in rw.NEAREST_MODES if mode == "nearest" else ["floor"]:
+                if coords == "align_corners" and "scales" in how:
+                    continue  # (fractional lengths refused; whole ones are the sizes cases)
+                out = [1, 1] + (how["sizes"][2:] if "sizes" in how else
+                                [int(d * np.float32(s)) for d, s in zip((h, w), how["scales"][2:])])
+                m = resized([1, 1, h, w], out, mode=mode, coords=coords, nearest=nearest, **how)
+                x = rng.standard_normal((1, 1, h, w)).astype(np.float32)
+                want = onnxruntime.InferenceSession(m.SerializeToString(), providers=[
+                    "CPUExecutionProvider"]).run(None, {"x": x})[0]
+                mats = []
+                for length, length_out, i in ((h, out[2], 2), (w, out[3], 3)):
+                    scale = how["scales"][i] if "scales" in how else length_out / length
+                    xs = rw.source_coordinates(coords, length, length_out, scale)
+                    if mode == "nearest":
+                        mats.append(np.eye(length)[rw.nearest_indices(xs, nearest, length)])
+                    else:
+                        mats.append(rw.linear_matrix(xs, length))
+                got = np.maximum(mats[0] @ x[0, 0].astype(np.float64) @ mats[1].T, 0)  # the model's Relu
+                np.testing.assert_allclose(got, want[0, 0], rtol=1e-5, atol=1e-5,
+                                           err_msg=f"{h}x{w} {how} {coords} {nearest}")
+
+
 def test_linear_weights_are_f16_values_summing_to_one():
-    plan = onnx_resize.plan_resize(resized([1, 1, 7, 5], [1, 1, 23, 11], mode="linear", coords="align_corners",
-                                           sizes=[1, 1, 23, 11]).graph.node[0],
+    node = resized([1, 1, 7, 5], [1, 1, 23, 11], mode="linear", coords="align_corners",
+                   sizes=[1, 1, 23, 11]).graph.node[0]
+    plan = onnx_resize.plan_resize(node,
                                    lambda name: np.array([1, 1, 23, 11]) if name == "sizes" else None,
                                    {"x": ([1, 1, 7, 5], 1)}, 17, ValueError)
     for m in (plan.mh, plan.mw):
@@ -164,7 +201,8 @@ def test_align_corners_by_a_scale_of_a_fractional_length_is_a_located_error():
 def test_sizes_computed_at_run_time_are_a_located_error():
     nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize", mode="nearest")]
     m = model(nodes, [("x", [1, 2, 4, 4]), ("sizes", [4], TensorProto.INT64)], [("y", [1, 2, 8, 8])])
-    with pytest.raises(CompileError, match="node 'resize' \\(Resize\\): input 'sizes' .* computed at run time"):
+    with pytest.raises(CompileError,
+                       match="node 'resize' \\(Resize\\): input 'sizes' .* computed at run time"):
         npu.compile(m)
 
 
