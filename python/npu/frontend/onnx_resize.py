@@ -16,11 +16,14 @@ row blends two inputs, a `nearest` row is one-hot). Measured on ascend910,
   cycles; its transposes do not lower), else of the map transposed to
   [N*C, W, H] and back by Mh^T. The H pass goes where W is the smaller:
   first when W grows. Growing through the transposes, H and W are padded
-  with zeros to whole 32-byte blocks first (zero rows in Mh^T and Mw^T),
-  so both matmuls' A lay out as Nz on every core, not one (lraspp's 21
-  classes of 28x28 -> 224x224: 47,998 -> 35,294 cycles; 32 channels of
-  60x60 -> 120x120: 55,966 -> 28,382; shrinking 100x100 -> 50x50 the pads
-  cost more than they save, 46,570 -> 62,437, and are not written);
+  with zeros to whole 32-byte blocks (zero rows in Mh^T and Mw^T), so both
+  matmuls' A lay out as Nz on every core, not one: H by zero rows before
+  the transpose, W by zero rows after it (a Concat along the last axis
+  moves elements one by one). lraspp's 21 classes of 28x28 -> 224x224:
+  47,998 cycles unpadded, 35,294 with both pads before the transpose,
+  23,646; 32 channels of 60x60 -> 120x120: 55,966 -> 19,486. Shrinking,
+  the pads cost more than they save (100x100 -> 50x50: 46,570 unpadded,
+  62,437 padded before) and are not written;
 * a nearest H of an integer factor t (after the W pass) is each row's t
   copies side by side, a Concat of whole rows: exact, and cheaper than
   the transposes (1,824 cycles for 64 channels of 16x16 -> 32x16);
@@ -231,13 +234,12 @@ def emit(ex, x: str, plan: ResizePlan, types: dict, elem: int) -> None:
     steps = (["w"] if passes_w else [])
     if h_kind:
         steps.insert(0 if h_first else len(steps), h_kind)
-    pad_h = pad_w = None
+    pad_h, pad_w = h, w
     if h_kind == "transposed" and h_first:  # K of both matmuls whole blocks (the docstring)
         block = BLOCK_BYTES // np.dtype(dt).itemsize
         pad_h, pad_w = -(-h // block) * block, -(-w // block) * block if passes_w else w
-        x = _padded(node, const, _padded(node, const, x, [n, c, h, w], 2, pad_h, dt), [n, c, pad_h, w], 3,
-                    pad_w, dt)
-    cur_h, cur_w = pad_h or h, pad_w or w
+        x = _padded(node, const, x, [n, c, h, w], 2, pad_h, dt, "pad_h")  # rows; W's after the transpose
+    cur_h, cur_w = pad_h, w
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
         rows_in = [n * c * cur_h, cur_w]
@@ -259,6 +261,9 @@ def emit(ex, x: str, plan: ResizePlan, types: dict, elem: int) -> None:
             cur_h = ho
         else:
             t = node("Transpose", [x], "h_transpose", [n, c, cur_w, cur_h], perm=[0, 1, 3, 2])
+            if h_first:  # (before the W pass: its K)
+                t = _padded(node, const, t, [n, c, cur_w, cur_h], 2, pad_w, dt, "pad_w")
+                cur_w = pad_w
             rows = node("Reshape", [t, shape("h_rows_shape", [n * c * cur_w, cur_h])], "h_rows",
                         [n * c * cur_w, cur_h])
             y = node("MatMul", [rows, const("mh_t", _rows_to(plan.mh.T, cur_h, dt))], "h_matmul",
@@ -271,13 +276,13 @@ def emit(ex, x: str, plan: ResizePlan, types: dict, elem: int) -> None:
                  [n, c, cur_h, cur_w], last)
 
 
-def _padded(node, const, x: str, dims: list[int], axis: int, length: int, dtype) -> str:
+def _padded(node, const, x: str, dims: list[int], axis: int, length: int, dtype, tag: str) -> str:
     """`x` with zeros after its end along `axis`, to `length`."""
     if length == dims[axis]:
         return x
     zeros = np.zeros(dims[:axis] + [length - dims[axis]] + dims[axis + 1:], dtype)
-    return node("Concat", [x, const(f"zeros{axis}", zeros)], f"pad{axis}",
-                dims[:axis] + [length] + dims[axis + 1:], axis=axis)
+    return node("Concat", [x, const(f"{tag}_zeros", zeros)], tag, dims[:axis] + [length] + dims[axis + 1:],
+                axis=axis)
 
 
 def _rows_to(m: np.ndarray, rows: int, dtype) -> np.ndarray:

@@ -96,12 +96,12 @@ def test_the_per_axis_passes_match_onnxruntime(case, form, monkeypatch):
 
 
 def test_per_axis_order_and_row_copies(monkeypatch):
-    """W growing: H's transposed pass first, on a map padded to whole
-    blocks; W shrinking: W's first, no pads; a nearest H of an integer
-    factor: a Concat of whole rows."""
+    """W growing: H's transposed pass first, H padded to whole blocks by
+    zero rows before the transpose and W after it; W shrinking: W's first,
+    no pads; a nearest H of an integer factor: a Concat of whole rows."""
     monkeypatch.setattr(onnx_resize, "KRON_MAX_ELEMENTS", 0)
     up = ops_of(resized([1, 2, 6, 5], [1, 2, 9, 10], mode="linear", sizes=[1, 2, 9, 10]))
-    assert up[:3] == ["Concat", "Concat", "Transpose"] and up.count("MatMul") == 2
+    assert up[:3] == ["Concat", "Transpose", "Concat"] and up.count("MatMul") == 2
     down = ops_of(resized([1, 2, 6, 8], [1, 2, 9, 4], mode="linear", sizes=[1, 2, 9, 4]))
     assert down.index("MatMul") < down.index("Transpose") and "Concat" not in down
     repeat = ops_of(resized([1, 2, 6, 5], [1, 2, 12, 10], scales=[1, 1, 2, 2]))
