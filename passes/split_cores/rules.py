@@ -48,8 +48,9 @@ from npu.dialects.ascend_conv import NC1HWC0, layout
 from npu.passes.transpose_general import collapse_permutation, permutation_groups
 from npu.target import Target
 
-from .channel_grid import channel_grid, per_block_op
+from .channel_grid import per_block_op
 from .conv import split_conv, split_pool
+from .leading_grid import vector_grid
 from .prefetched import (NONE, Lookahead, is_host_constant, phase_cost, ranked, tail_cycles,
                          weight_slot)
 from .split import COLUMNS, KEPT_ROWS, ROW_BLOCKS, ROWS, RUN, SOURCE_J, SOURCE_ROWS, Split
@@ -61,7 +62,6 @@ UNARY = {"ascend.adds", "ascend.muls", "ascend.maxs", "ascend.mins", "ascend.rel
          "ascend.reciprocal", "ascend.tanh", "ascend.sigmoid", "ascend.cast", "ascend.clamp",
          "ascend.broadcast"}
 REDUCE = {"ascend.reduce_sum", "ascend.reduce_max"}
-
 
 ATTENTION_KEY = "attention"
 
@@ -159,7 +159,7 @@ class SplitRules:
                 cuts = self._cut_dim(types, d, name in REDUCE)
                 if cuts is not None and self._cuts_aligned(types, cuts, parts):
                     return Split(cuts, (("x", parts),))
-            return None if name in REDUCE else channel_grid(types, parts)
+            return None if name in REDUCE else vector_grid(types, parts, self._aligned)
         if name == "ascend.transpose":
             perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
             for d in range(len(perm)):
