@@ -163,14 +163,6 @@ class FuseHorizontalPass(Pass):
             self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart: fused they "
                                 f"move {fused} GM bytes, apart {apart}")
             return None
-        many = ""
-        if self.cores > 1:
-            pays, many = qkv.pays(M, K, [n * f for n in b_blocks], self.cores, self.target)
-            if not pays:
-                self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart on "
-                                    f"{self.cores} cores: {many}")
-                return None
-            many = f"; on {self.cores} cores each its columns of every sibling: {many}"
         last = group[-1]
         weights = [op.operands[1] for op in group]
         sunk = self._to_sink(group, [a] + weights)
@@ -179,6 +171,15 @@ class FuseHorizontalPass(Pass):
         if isinstance(sunk, str):
             self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart: {sunk}")
             return None
+        many = ""
+        if self.cores > 1:  # apart, an op between them that reads one parts their phases
+            pays, many = qkv.pays(M, K, [n * f for n in b_blocks], self.cores, self.target,
+                                  side_by_side=not sunk)
+            if not pays:
+                self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart on "
+                                    f"{self.cores} cores: {many}")
+                return None
+            many = f"; on {self.cores} cores each its columns of every sibling: {many}"
         moved = self._sink(group, sunk)
         kinds = [self._weight_kind(op.operands[1]) for op in group]
         with self.func.context, first.location:
@@ -191,6 +192,7 @@ class FuseHorizontalPass(Pass):
                 fused_op = nir.create_op("ascend.matmul", [a, b_full, c_slices.full])
             if self.cores > 1:  # npu-split-cores cuts each sibling's columns (`qkv`)
                 fused_op.attributes[qkv.SIBLINGS_ATTR] = nir.i64_attr(len(group))
+                fused_op.attributes[qkv.BLOCKS_ATTR] = ir.DenseI64ArrayAttr.get(b_blocks)
         for op in group:
             op.erase()
         self._remark(c_slices.full.owner, f"npu-fuse-horizontal: matmuls {names} are one matmul "

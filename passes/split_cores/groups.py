@@ -117,14 +117,14 @@ def group_split(group: ir.Operation, parts: int, rules: SplitRules
                 rules.epilogue_cycles = prefetched.epilogue_cycles(group, mm[0], rules.target)
             try:
                 split = rules.split_matmul(mm[0], parts, whole_k,
-                                           c_shape[0] // count if count else 0)
+                                           qkv.column_unit(mm[0]) if count else 0)
             finally:
                 rules.epilogue_cycles = 0.0
             if split is None:
                 continue
             fixed = {v: cut for v, cut in zip(mm[0].operands, split.cuts)}
             rows_whole = dict(split.grid).get("m", 1) == 1
-            other = (qkv.cut_of(c_shape, count, frac, group) if count
+            other = (qkv.cut_of(c_shape, qkv.sibling_blocks(mm[0]), frac, group) if count
                      else lambda v: _c_cut(v, c_shape, frac, whole_k, rows_whole))
             found = _cuts(group, split, lambda v: fixed.get(v, other(v)))
             if found is not None:

@@ -45,6 +45,8 @@ from .split import JOINT
 # On the fused matmul (npu-fuse-horizontal with cores > 1): how many
 # siblings' column runs its C holds, each as wide.
 SIBLINGS_ATTR = "npu.siblings"
+# ... and each one's column blocks (a LLaMA's GQA: Q 32, K and V 8 at hidden 512)
+BLOCKS_ATTR = "npu.sibling_blocks"
 COLUMNS = "k"  # the matmul grid's axis of C's column blocks (`rules.split_matmul`)
 
 
@@ -55,6 +57,20 @@ def siblings(matmul: ir.Operation) -> int:
     return ir.IntegerAttr(matmul.attributes[SIBLINGS_ATTR]).value
 
 
+def sibling_blocks(matmul: ir.Operation) -> list[int]:
+    """Each sibling's column blocks, in C's order (`BLOCKS_ATTR`; equal runs
+    of C's when the group did not record them)."""
+    if BLOCKS_ATTR in matmul.attributes:
+        return list(ir.DenseI64ArrayAttr(matmul.attributes[BLOCKS_ATTR]))
+    count = siblings(matmul)
+    return [nir.memref_shape(matmul.operands[2].type)[0] // count] * count
+
+
+def column_unit(matmul: ir.Operation) -> int:
+    """The column blocks every column part count must divide: each sibling's."""
+    return math.gcd(*sibling_blocks(matmul))
+
+
 def said(group: ir.Operation) -> str:
     """What a remark adds for a horizontal group ("" for any other)."""
     count = max((siblings(o.operation) for o in group.regions[0].blocks[0].operations),
@@ -62,16 +78,17 @@ def said(group: ir.Operation) -> str:
     return f" of {count} siblings (each core its columns of every one)" if count else ""
 
 
-def cut_of(c_shape: list[int], count: int, frac: int, group: ir.Operation
+def cut_of(c_shape: list[int], widths: list[int], frac: int, group: ir.Operation
            ) -> Callable[[ir.Value], dict | None]:
-    """Each tensor's cut in a horizontal group of `count` siblings whose C
+    """Each tensor's cut in a horizontal group of siblings of `widths` column
+    blocks whose C
     is Nz `c_shape`: Nz tensors along their column blocks (the combined
     ones, or one sibling's) and row blocks, row-major ones along their rows
     and columns, the group's byte buffers by both axes; a tensor from
     outside the group with the combined columns only when it is a host
     constant the group alone reads (its layout changes, `permute`)."""
     k1, m1 = c_shape[0], c_shape[1]
-    own = k1 // count
+    own = set(widths)
 
     def cut(v: ir.Value) -> dict | None:
         shape = nir.memref_shape(v.type)
@@ -84,14 +101,14 @@ def cut_of(c_shape: list[int], count: int, frac: int, group: ir.Operation
             blocks, rows, dims = shape[1] // frac, shape[0], (0, 1)
         else:
             return None
-        if blocks not in (k1, own, 1):
+        if blocks not in own | {k1, 1}:
             return None
         if blocks == k1 and not mine and not _private_constant(v, group):
             return None
         out = {}
         if rows == m1 * frac:
             out[dims[0]] = "m"
-        if blocks in (k1, own):
+        if blocks in own | {k1}:
             out[dims[1]] = COLUMNS
         return out
 
@@ -109,7 +126,7 @@ def permute(matmul: ir.Operation, parts: dict[str, int],
     """Lay out the host constants with C's combined columns (`external`
     values cut along them) as [part][sibling][block], so that each core's
     columns of every sibling are one contiguous slice."""
-    count, pk = siblings(matmul), parts.get(COLUMNS, 1)
+    widths, pk = sibling_blocks(matmul), parts.get(COLUMNS, 1)
     if pk == 1:
         return
     k1 = nir.memref_shape(matmul.operands[2].type)[0]
@@ -120,11 +137,11 @@ def permute(matmul: ir.Operation, parts: dict[str, int],
         if COLUMNS not in cuts[v].values() or width != k1 or not is_host_constant(v):
             continue
         data = nir.constant_argument(v)
-        lead, tail = data.shape[:dim], data.shape[dim + 1:]
-        runs = data.reshape(*lead, count, pk, data.shape[dim] // (count * pk), *tail)
-        order = list(range(data.ndim + 2))
-        order[dim], order[dim + 1] = dim + 1, dim
-        nir.retype_constant(v, np.ascontiguousarray(runs.transpose(order)).reshape(data.shape))
+        per_block = data.shape[dim] // k1  # 16 for a row-major bias's columns
+        ends = np.cumsum([w * per_block for w in widths])[:-1]
+        runs = [np.split(part, pk, axis=dim) for part in np.split(data, ends, axis=dim)]
+        laid = [run for j in range(pk) for run in (sib[j] for sib in runs)]
+        nir.retype_constant(v, np.ascontiguousarray(np.concatenate(laid, axis=dim)))
 
 
 def per_core(m: int, n: int, k: int, pk: int, pm: int, target: Target) -> float | None:
@@ -159,24 +176,26 @@ def best(m: int, n: int, k: int, cores: int, target: Target, columns_of: int = 0
     return found
 
 
-def pays(m: int, n: int, widths: list[int], cores: int, target: Target
-         ) -> tuple[bool, str]:
+def pays(m: int, n: int, widths: list[int], cores: int, target: Target,
+         side_by_side: bool = True) -> tuple[bool, str]:
     """Whether one matmul over every sibling's columns on `cores` cores
     (each core its columns of each sibling; npu-split-cores takes a grid of
     all of them) models faster than the siblings apart: one after another
     on all the cores, or side by side on equal shares (`share`; spare cores
-    make no share slower), whichever is faster; and a sentence with both."""
+    make no share slower), whichever is faster; and a sentence with both.
+    Not side by side when ops between the siblings read an earlier one
+    (`side_by_side` false: a LLaMA's head transposes and rotary after each
+    projection put a barrier between the projections)."""
     f = target.fractal
-    if len(set(widths)) != 1:
-        return False, "the siblings differ in width (each core takes the same run of each)"
-    count, width = len(widths), widths[0]
-    fused = best(m, n, width * count, cores, target, width // f, exact=True)
+    count = len(widths)
+    fused = best(m, n, sum(widths), cores, target, math.gcd(*widths) // f, exact=True)
     if fused is None:
         return False, f"the fused matmul has no grid of {cores} cores"
-    alone = best(m, n, width, cores, target)
-    serial = math.inf if alone is None else count * alone[0]
-    shared = best(m, n, width, cores // count, target) if cores >= count else None
-    side = math.inf if shared is None else shared[0]
+    alone = [best(m, n, w, cores, target) for w in widths]
+    serial = math.inf if None in alone else sum(a[0] for a in alone)
+    shared = ([best(m, n, w, cores // count, target) for w in widths]
+              if side_by_side and cores >= count else [None])
+    side = math.inf if None in shared else max(s[0] for s in shared)
     apart = min(serial, side)
     how = (f"the slowest of {count} shares of {cores // count} cores" if side <= serial
            else f"{count} one after another on {cores} cores")
