@@ -405,9 +405,12 @@ class SplitCoresPass(Pass):
 
     def _group(self, group: ir.Operation, parts: int) -> tuple | None:
         """A fused group's split over `parts` cores when each core moves the least
-        bytes (its slices; a matmul's weights count) or one channel block."""
+        bytes (its slices; a matmul's weights count) or one channel block; an
+        attention's grid is its cost model's (each core's start counted),
+        whatever its bytes (a LLaMA's 8 heads x 128 rows: 8x4 was refused)."""
         found = group_split(group, parts, self.rules)
-        if found is None or channel_grid.one_block(group, found[0]):
+        if (found is None or channel_grid.one_block(group, found[0])
+                or ATTENTION_ATTR in group.attributes):
             return found
         moved = sum(_bytes(v) for v in external(group, found[1]))
         return found if moved // parts >= self.rules.min_bytes else None
