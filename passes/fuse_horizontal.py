@@ -66,6 +66,17 @@ ELEMENTWISE = ("ascend.add", "ascend.sub", "ascend.mul", "ascend.div", "ascend.m
                "ascend.tanh", "ascend.sigmoid", "ascend.erf", "ascend.abs", "ascend.neg")
 
 
+def _parts_phases(between: list[ir.Operation]) -> bool:
+    """Ops between the siblings that keep them apart in phases of their own:
+    an elementwise op (no cast) on a sibling's transposed heads, a LLaMA's
+    rotary, which no later fusion moves past the next sibling (BERT's head
+    transposes and casts join the attention, after all three)."""
+    transposed = {nir.view_root(o.operands[-1]) for o in between if o.name == "ascend.transpose"}
+    return any(o.name in ELEMENTWISE and o.name != "ascend.cast"
+               and any(nir.view_root(v) in transposed for v in list(o.operands)[:-1])
+               for o in between)
+
+
 @dataclass
 class _Slices:
     """A combined GM buffer and the views of it that stand for each sibling."""
@@ -172,9 +183,9 @@ class FuseHorizontalPass(Pass):
             self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart: {sunk}")
             return None
         many = ""
-        if self.cores > 1:  # apart, an op between them that reads one parts their phases
+        if self.cores > 1:
             pays, many = qkv.pays(M, K, [n * f for n in b_blocks], self.cores, self.target,
-                                  side_by_side=not sunk)
+                                  side_by_side=not _parts_phases(sunk))
             if not pays:
                 self._remark(first, f"npu-fuse-horizontal: matmuls {names} stay apart on "
                                     f"{self.cores} cores: {many}")

@@ -28,7 +28,8 @@ AXES = ("x", "y", "z", "w")
 def leading_dims(out: list[int], parts: int) -> list[tuple[int, int]] | None:
     """(dim, parts) from the outermost dim over 1: every dim but the last
     cut into slices of one, the last into `parts` over their product; at
-    least two dims (one is `SplitRules.split`'s own cut), at most `AXES`."""
+    least two dims (one is `SplitRules.split`'s own cut), at most `AXES`,
+    and never the output's last dim (each core whole rows)."""
     grid: list[tuple[int, int]] = []
     whole = 1
     for d, n in enumerate(out):
@@ -41,7 +42,7 @@ def leading_dims(out: list[int], parts: int) -> list[tuple[int, int]] | None:
             grid.append((d, n))
             whole *= n
             continue
-        if n % rest:
+        if n % rest or d == len(out) - 1:  # whole rows a core (a row's columns: the plain cut's)
             return None
         grid.append((d, rest))
         return grid if len(grid) > 1 else None

@@ -183,9 +183,9 @@ def pays(m: int, n: int, widths: list[int], cores: int, target: Target,
     all of them) models faster than the siblings apart: one after another
     on all the cores, or side by side on equal shares (`share`; spare cores
     make no share slower), whichever is faster; and a sentence with both.
-    Not side by side when ops between the siblings read an earlier one
-    (`side_by_side` false: a LLaMA's head transposes and rotary after each
-    projection put a barrier between the projections)."""
+    Not side by side with `side_by_side` false: ops between the siblings
+    that stay there (a LLaMA's head transposes and rotary after each
+    projection) put a barrier between the projections."""
     f = target.fractal
     count = len(widths)
     fused = best(m, n, sum(widths), cores, target, math.gcd(*widths) // f, exact=True)

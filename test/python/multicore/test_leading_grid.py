@@ -68,3 +68,4 @@ def test_leading_dims() -> None:
     assert leading_dims([1, 32, 128], 32) is None  # one dim cuts: the plain split's
     assert leading_dims([1, 3, 128], 32) is None  # 3 does not divide the cores
     assert leading_dims([1, 8, 6, 64], 32) is None  # 6 rows in 4 runs
+    assert leading_dims([2, 2048], 4) is None  # whole rows a core: not the columns
