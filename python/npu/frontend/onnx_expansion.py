@@ -3,6 +3,7 @@
 
 The new nodes and constants are named `<node>/<tag>`, so errors downstream
 still point at the node; the last one writes the node's own output.
+`constants` reads the values the rewrites match on.
 """
 
 from __future__ import annotations
@@ -64,3 +65,22 @@ def rewrite_nodes(model, types: dict | None, expand: Expander) -> list[str]:
     del graph.node[:]
     graph.node.extend(nodes)
     return done
+
+
+def constants(model) -> Callable[[str], np.ndarray | None]:
+    """name -> the model's constant value (an initializer or a `Constant`
+    node's), or None; read only when asked (the weights are not copied)."""
+    from onnx import helper, numpy_helper
+
+    values = {t.name: t for t in model.graph.initializer}
+    values.update({n.output[0]: n.attribute[0] for n in model.graph.node
+                   if n.op_type == "Constant" and len(n.attribute) == 1})
+
+    def lookup(name: str) -> np.ndarray | None:
+        v = values.get(name)
+        if v is None:
+            return None
+        v = helper.get_attribute_value(v) if hasattr(v, "ref_attr_name") else v
+        return np.asarray(numpy_helper.to_array(v) if hasattr(v, "data_type") else v)
+
+    return lookup

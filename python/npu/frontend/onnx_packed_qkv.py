@@ -26,9 +26,7 @@ def split_packed_projections(model, types: dict | None) -> list[str]:
     (the packed nodes nothing else reads are removed)."""
     if types is None or not any(n.op_type == "Transpose" for n in model.graph.node):
         return []
-    from onnx import numpy_helper
-
-    from npu.frontend.onnx_expansion import rewrite_nodes
+    from npu.frontend.onnx_expansion import constants, rewrite_nodes
     from npu.frontend.onnx_fold import remove_dead_nodes
 
     graph = model.graph
@@ -37,11 +35,9 @@ def split_packed_projections(model, types: dict | None) -> list[str]:
     for n in graph.node:
         for i in n.input:
             readers.setdefault(i, []).append(n)
-    inits = {t.name: t for t in graph.initializer}
     outputs = {o.name for o in graph.output}
 
-    def constant(name: str):
-        return numpy_helper.to_array(inits[name]) if name in inits else None
+    constant = constants(model)
 
     def part_of(node) -> tuple | None:
         """(the transpose, the part's index) when `node` takes one part of a
@@ -83,7 +79,7 @@ def split_packed_projections(model, types: dict | None) -> list[str]:
         node = producer.get(reshape.input[0])
         bias = None
         if node is not None and node.op_type == "Add":
-            at = next((i for i, v in enumerate(node.input) if v in inits), None)
+            at = next((i for i, v in enumerate(node.input) if constant(v) is not None), None)
             if at is None:
                 return None
             bias, node = constant(node.input[at]), producer.get(node.input[1 - at])

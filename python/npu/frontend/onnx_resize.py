@@ -55,6 +55,7 @@ from typing import Callable
 import numpy as np
 
 from npu.frontend import onnx_resize_weights as rw
+from npu.frontend.onnx_expansion import constants
 from npu.frontend.onnx_matmul_shapes import BLOCK_BYTES
 
 # Elements of the Kronecker matrix (H*W x Ho*Wo) the one-matmul form takes:
@@ -83,25 +84,6 @@ def _attr(node, name: str, default):
     a = next((a for a in node.attribute if a.name == name), None)
     value = default if a is None else helper.get_attribute_value(a)
     return value.decode() if isinstance(value, bytes) else value
-
-
-def _constants(model) -> Callable[[str], np.ndarray | None]:
-    """name -> the model's constant value (an initializer or a `Constant`
-    node's), or None; read only when asked (the weights are not copied)."""
-    from onnx import helper, numpy_helper
-
-    values = {t.name: t for t in model.graph.initializer}
-    values.update({n.output[0]: n.attribute[0] for n in model.graph.node
-                   if n.op_type == "Constant" and len(n.attribute) == 1})
-
-    def lookup(name: str) -> np.ndarray | None:
-        v = values.get(name)
-        if v is None:
-            return None
-        v = helper.get_attribute_value(v) if hasattr(v, "ref_attr_name") else v
-        return np.asarray(numpy_helper.to_array(v) if hasattr(v, "data_type") else v)
-
-    return lookup
 
 
 def plan_resize(node, constant: Callable[[str], np.ndarray | None], types: dict, opset: int,
@@ -299,7 +281,7 @@ def resizes_as_matmuls(model, types: dict, fail: Callable) -> list[str]:
         return []
     from npu.frontend.onnx_expansion import rewrite_nodes
 
-    constant = _constants(model)
+    constant = constants(model)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
 
     def expand(node, types: dict, expansion) -> bool:

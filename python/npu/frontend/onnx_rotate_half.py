@@ -32,22 +32,13 @@ def rotate_halves_as_matmuls(model, types: dict | None = None) -> list[str]:
     else reads are removed)."""
     if not any(n.op_type == "Concat" for n in model.graph.node):
         return []
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
-    from npu.frontend.onnx_expansion import rewrite_nodes
+    from npu.frontend.onnx_expansion import constants, rewrite_nodes
     from npu.frontend.onnx_fold import remove_dead_nodes
 
     producer = {o: n for n in model.graph.node for o in n.output}
-    inits = {t.name: t for t in model.graph.initializer}
-
-    def constant(name: str):
-        if name in inits:
-            return numpy_helper.to_array(inits[name])
-        node = producer.get(name)
-        if node is not None and node.op_type == "Constant" and node.attribute \
-                and node.attribute[0].name == "value":
-            return numpy_helper.to_array(node.attribute[0].t)
-        return None
+    constant = constants(model)
 
     def last_axis_slice(name: str, rank: int):
         """(source, start, end) of a unit-step Slice of the last axis, else None."""
