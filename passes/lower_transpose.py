@@ -52,6 +52,7 @@ from npu.passes.applies import OnOps
 from npu.passes.transpose_general import (GatherTranspose, collapse_permutation, copy_through_ub,
                                          gather_in_boxes,
                                          rotation_steps)
+from npu.passes.transpose_tiled import gather_in_tiles
 from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
 
 Index = int | ir.Value
@@ -189,6 +190,8 @@ class LowerTranspose(Pass):
                                                                perm):
                     return
                 if perm[0] != 0 or per == 1 or not whole_blocks:
+                    if boxes and gather_in_tiles(self, op, src, dst, elem, shape, perm):
+                        return
                     raise first_refusal
                 per = -(-per // 2)
         if per == shape[0]:

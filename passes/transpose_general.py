@@ -42,7 +42,7 @@ from npu.analysis.slice_runs import RunMap
 from npu.kernels.cce_build import copy, delinearize, for_pieces, for_range, lin, sub
 from npu.kernels.run_copies import RunCopies
 from npu.passes.base import PassError
-from npu.costmodel.vector.tiling import plan_chunks, round_down, round_up
+from npu.costmodel.vector.tiling import ChunkPlan, Piece, plan_chunks, round_down, round_up
 
 T = TypeVar("T")
 
@@ -170,10 +170,11 @@ class GatherTranspose:
         if need > budget:
             raise PassError(f"permutation {list(perm)} of shape {list(shape)} needs the general "
                             f"transpose, which holds the whole tensor in UB ({need} bytes, "
-                            f"budget {budget}); larger tensors need the last-two swap, the "
-                            "swap before a last dim of whole blocks, or a chain of last-two "
-                            f"swaps each with at least {self.rows} rows and one block of "
-                            "columns", op)
+                            f"budget {budget}); larger tensors need the last-two swap, the swap "
+                            "before a last dim of whole blocks, a chain of last-two swaps each "
+                            f"with at least {self.rows} rows and one block of columns, or pieces "
+                            "cut along a dim (runs of a block or more on both sides) that fit "
+                            "UB", op)
 
     def ub_bytes(self) -> int:
         g = self.granule
@@ -273,5 +274,9 @@ def gather_in_boxes(p, op: ir.Operation, src: ir.Value, dst: ir.Value, elem: str
                                                    perm)
         g.emit(box, sub(flat_dst, lin((c0, out_inner)), m * out_inner))
 
-    for_pieces(plan_chunks(shape[k], n, 1), chunk)
+    plan = plan_chunks(shape[k], n, 1)
+    rest = shape[k] % n
+    if rest and rest * inner < b:  # a tail's runs under a block: moved back to end at the end
+        plan = ChunkPlan(shape[k], n, shape[k] // n, Piece(shape[k] - n, n, n - rest))
+    for_pieces(plan, chunk)
     return True
