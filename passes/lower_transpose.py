@@ -35,7 +35,8 @@ for one vnchwconv tile, go to the general fallback of
 `npu.passes.transpose_general`: a chain of at most rank - 1 last-two swaps
 (block rotations [B, X, Y] -> [B, Y, X]) through GM temporaries when every
 step has a whole vnchwconv tile, else the whole tensor in UB with an element
-gather by block copies; tensors too large for both are rejected at the op.
+gather by block copies, in pieces along a dim when the tensor does not fit
+UB (`npu.passes.transpose_tiled`); rejected at the op only when no piece does.
 """
 
 from __future__ import annotations

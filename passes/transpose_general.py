@@ -26,7 +26,9 @@ thousand elements; larger ones go through `rotation_steps` (a chain of
 last-two swaps via GM temporaries, in `npu-lower-transpose`) when every step
 has a whole vnchwconv tile, else through `gather_in_boxes` (the gather on
 chunks of the result's first dim, each chunk's source box copied to a GM
-scratch first), and are rejected at the op when no chunk fits.
+scratch first), else through `npu.passes.transpose_tiled` (pieces cut
+along any dim, boxes on both sides), and are rejected at the op when no
+piece fits.
 """
 
 from __future__ import annotations
