@@ -84,3 +84,30 @@ def test_reversal_cut_twice() -> None:
     """[3, 200, 300] f32 reversed (refused until now): cut along dim 1, each
     piece again along dim 2 (6 s)."""
     _run((3, 200, 300), (2, 1, 0), np.float32, ONE)
+
+
+def test_beside_a_split_op_runs_on_one_core() -> None:
+    """In a program npu-split-cores cuts over 4 cores (an add), the tiled
+    transpose runs on one of them: exact, no hazards."""
+    x_t, y_t, b_t = ('memref<32x16x4xf32, "gm">', 'memref<4x16x32xf32, "gm">',
+                     'memref<64x1024xf32, "gm">')
+    src = f"""func.func @t(%x: {x_t}, %y: {y_t}, %a: {b_t}, %b: {b_t}) {{
+  "ascend.add"(%a, %a, %b) : ({b_t}, {b_t}, {b_t}) -> ()
+  "ascend.transpose"(%x, %y) {{permutation = array<i64: 2, 1, 0>}} : ({x_t}, {y_t}) -> ()
+  return
+}}
+"""
+    t = get_target("ascend910")
+    module = parse_module(src, make_context())
+    with diagnostics.collecting() as engine:
+        run_pipeline(module, MANY.format(n=4), t)
+    said = [d.message for d in engine.diagnostics if "npu-split-cores:" in d.message]
+    assert any("ascend.add 4" in s and "ascend.transpose: 1 core" in s for s in said), said
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 16, 4)).astype(np.float32)
+    a = rng.standard_normal((64, 1024)).astype(np.float32)
+    result = simulate(module, [x, np.zeros((4, 16, 32), np.float32), a, np.zeros_like(a)], target=t)
+    assert result.hazards == []
+    assert result.report["block_dim"] == 4
+    np.testing.assert_array_equal(result.outputs[1], x.transpose(2, 1, 0))
+    np.testing.assert_array_equal(result.outputs[3], a + a)
