@@ -37,13 +37,12 @@ def merge_attention_biases(model, types: dict | None) -> list[str]:
         return []
     from onnx import numpy_helper
 
+    from npu.frontend.onnx_expansion import readers_of
+
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
     producer = {o: n for n in graph.node for o in n.output}
-    readers: dict[str, list] = {}
-    for n in graph.node:
-        for i in n.input:
-            readers.setdefault(i, []).append(n)
+    readers = readers_of(graph)
     outputs = {o.name for o in graph.output}
     done, dead, new_inits = [], set(), []
     added: list = []  # the flat-heads Reshapes

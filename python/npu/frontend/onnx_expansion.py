@@ -3,7 +3,7 @@
 
 The new nodes and constants are named `<node>/<tag>`, so errors downstream
 still point at the node; the last one writes the node's own output.
-`constants` reads the values the rewrites match on.
+`constants` and `readers_of` read the graph the rewrites match on.
 """
 
 from __future__ import annotations
@@ -84,3 +84,13 @@ def constants(model) -> Callable[[str], np.ndarray | None]:
         return np.asarray(numpy_helper.to_array(v) if hasattr(v, "data_type") else v)
 
     return lookup
+
+
+def readers_of(graph) -> dict[str, list]:
+    """value name -> the nodes that read it, once per input that names it
+    (a node reading a value twice counts twice: it is not a single reader)."""
+    readers: dict[str, list] = {}
+    for n in graph.node:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    return readers

@@ -26,15 +26,12 @@ def split_packed_projections(model, types: dict | None) -> list[str]:
     (the packed nodes nothing else reads are removed)."""
     if types is None or not any(n.op_type == "Transpose" for n in model.graph.node):
         return []
-    from npu.frontend.onnx_expansion import constants, rewrite_nodes
+    from npu.frontend.onnx_expansion import constants, readers_of, rewrite_nodes
     from npu.frontend.onnx_fold import remove_dead_nodes
 
     graph = model.graph
     producer = {o: n for n in graph.node for o in n.output}
-    readers: dict[str, list] = {}
-    for n in graph.node:
-        for i in n.input:
-            readers.setdefault(i, []).append(n)
+    readers = readers_of(graph)
     outputs = {o.name for o in graph.output}
 
     constant = constants(model)
